@@ -1,0 +1,1 @@
+"""mqadmin: RocketMQ name server and operator CLI."""

@@ -1,0 +1,92 @@
+"""``mqadmin namesrv start``: run a name server, configured like Java's ``mqnamesrv``."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from nameserver.registry.config import ConfigError, NamesrvConfig, load_properties_file
+from nameserver.server.app import BANNER, NameServer, run
+from nameserver.storage import StorageError
+
+app = typer.Typer(help="Run a RocketMQ-compatible name server.", no_args_is_help=True)
+
+
+def build_config(
+    config_file: Path | None, port: int | None, listen: str | None, kv_config: Path | None
+) -> NamesrvConfig:
+    """Defaults, then the ``-c`` file, then command-line options (Java's order, 7.3)."""
+    config = NamesrvConfig()
+    if config_file is not None:
+        props = load_properties_file(config_file)
+        config.apply(props, strict=True, keep_unknown=True)
+        config.set("configStorePath", str(config_file))
+    if port is not None:
+        config.set("listenPort", port)
+    if listen is not None:
+        config.set("bindAddress", listen)
+    if kv_config is not None:
+        config.set("kvConfigPath", str(kv_config))
+    _check(config)
+    return config
+
+
+def _check(config: NamesrvConfig) -> None:
+    port = config["listenPort"]
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"listenPort: {port} is not a TCP port (0-65535)")
+    for name in ("scanNotActiveBrokerInterval", "brokerChannelExpiredTime"):
+        if config[name] <= 0:
+            raise ConfigError(f"{name}: must be a positive number of milliseconds, not {config[name]}")
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"mqadmin namesrv: {message}", err=True)
+    return typer.Exit(code=1)
+
+
+@app.command("start")
+def start(
+    config_file: Annotated[
+        Optional[Path], typer.Option("-c", "--configFile", help="Java .properties file (NamesrvConfig and listen settings).")
+    ] = None,
+    print_config: Annotated[
+        bool, typer.Option("-p", "--printConfigItem", help="Print every effective config item and exit.")
+    ] = False,
+    port: Annotated[Optional[int], typer.Option("--port", help="Listen port (default 9876; 0 picks a free one).")] = None,
+    listen: Annotated[Optional[str], typer.Option("--listen", help="Address to bind (default 0.0.0.0).")] = None,
+    kv_config: Annotated[Optional[Path], typer.Option("--kv-config", help="KV config file (kvConfigPath).")] = None,
+    log_level: Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
+) -> None:
+    """Start a name server. Prints one boot line with the real address once listening,
+    then logs on stderr; SIGINT/SIGTERM stop it cleanly (KV table saved, exit 0)."""
+    try:
+        config = build_config(config_file, port, listen, kv_config)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    if print_config:
+        for name, value in config.values.items():
+            shown = "" if value is None else ("true" if value is True else "false" if value is False else value)
+            typer.echo(f"{name}={shown}")
+        for key, raw in config.extras.items():
+            typer.echo(f"{key}={raw}")
+        raise typer.Exit(code=0)
+    level = getattr(logging, log_level.upper(), None)
+    if not isinstance(level, int):
+        raise _fail(f"--log-level: unknown level {log_level!r}")
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s - %(message)s")
+
+    def ready(server: NameServer) -> None:
+        print(BANNER.format(host=server.host, port=server.port), flush=True)
+
+    try:
+        run(config, on_ready=ready)
+    except StorageError as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise _fail(f"cannot listen on {config['bindAddress']}:{config['listenPort']}: {reason}") from None

@@ -1,0 +1,336 @@
+"""Body structures of the name-server requests, with fastjson-faithful encoders.
+
+Every structure is a frozen dataclass holding plain values. Encoders write fields
+in alphabetical order with nulls omitted, as fastjson does, so single-entry maps are
+byte-identical to Java; decoders accept both fastjson dialects (see fastjson.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .codes import VERSION_V3_0_11
+from .errors import BodyDecodeError
+from .fastjson import dumps_long_key_map, dumps_plain, dumps_str, lenient_loads
+
+
+def _load(body: bytes, what: str) -> Any:
+    if not body:
+        raise BodyDecodeError(f"{what}: empty body")
+    try:
+        return lenient_loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BodyDecodeError(f"{what}: body is not JSON: {exc}") from None
+
+
+def _obj(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise BodyDecodeError(f"{what}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _int(obj: Mapping[str, Any], key: str, default: int, what: str) -> int:
+    value = obj.get(key, default)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise BodyDecodeError(f"{what}: field {key!r} is not a number: {value!r}") from None
+
+
+def _bool(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
+# --------------------------------------------------------------- DataVersion ----
+
+@dataclass(frozen=True, slots=True)
+class DataVersion:
+    """A broker's topic-config version. ``state_version`` exists only on 5.x brokers
+    (None when absent) and, when present, takes part in equality as in 5.x."""
+
+    counter: int = 0
+    timestamp: int = 0
+    state_version: int | None = None
+
+    def to_obj(self) -> dict[str, int]:
+        obj = {"counter": self.counter}
+        if self.state_version is not None:
+            obj["stateVersion"] = self.state_version
+        obj["timestamp"] = self.timestamp
+        return obj
+
+    def encode(self) -> bytes:
+        return dumps_plain(self.to_obj()).encode()
+
+    @classmethod
+    def from_obj(cls, obj: Any, what: str = "DataVersion") -> "DataVersion":
+        obj = _obj(obj, what)
+        sv = obj.get("stateVersion")
+        return cls(
+            counter=_int(obj, "counter", 0, what),
+            timestamp=_int(obj, "timestamp", 0, what),
+            state_version=None if sv is None else _int(obj, "stateVersion", 0, what),
+        )
+
+    @classmethod
+    def decode(cls, body: bytes) -> "DataVersion":
+        return cls.from_obj(_load(body, "DataVersion"))
+
+
+# ------------------------------------------------------------- TopicConfig ----
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    topic_name: str
+    read_queue_nums: int = 16
+    write_queue_nums: int = 16
+    perm: int = 6
+    topic_filter_type: str = "SINGLE_TAG"
+    topic_sys_flag: int = 0
+    order: bool = False
+
+    def to_obj(self) -> dict[str, Any]:
+        return {
+            "order": self.order,
+            "perm": self.perm,
+            "readQueueNums": self.read_queue_nums,
+            "topicFilterType": self.topic_filter_type,
+            "topicName": self.topic_name,
+            "topicSysFlag": self.topic_sys_flag,
+            "writeQueueNums": self.write_queue_nums,
+        }
+
+    @classmethod
+    def from_obj(cls, name: str, obj: Any) -> "TopicConfig":
+        what = f"TopicConfig {name!r}"
+        obj = _obj(obj, what)
+        return cls(
+            topic_name=str(obj.get("topicName") or name),
+            read_queue_nums=_int(obj, "readQueueNums", 16, what),
+            write_queue_nums=_int(obj, "writeQueueNums", 16, what),
+            perm=_int(obj, "perm", 6, what),
+            topic_filter_type=str(obj.get("topicFilterType") or "SINGLE_TAG"),
+            topic_sys_flag=_int(obj, "topicSysFlag", 0, what),
+            order=_bool(obj.get("order", False)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerBody:
+    """What a broker reports: its topic configs under a DataVersion, plus filter servers."""
+
+    data_version: DataVersion = field(default_factory=DataVersion)
+    topic_configs: Mapping[str, TopicConfig] = field(default_factory=dict)
+    filter_server_list: Sequence[str] = ()
+
+    def encode(self) -> bytes:
+        """RegisterBrokerBody JSON as a 4.9.8 broker sends it."""
+        table = ",".join(
+            f"{dumps_str(name)}:{dumps_plain(tc.to_obj())}" for name, tc in self.topic_configs.items()
+        )
+        return (
+            '{"filterServerList":' + dumps_plain(list(self.filter_server_list))
+            + ',"topicConfigSerializeWrapper":{"dataVersion":' + dumps_plain(self.data_version.to_obj())
+            + ',"topicConfigTable":{' + table + "}}}"
+        ).encode("utf-8")
+
+    @classmethod
+    def decode(cls, body: bytes, version: int) -> "RegisterBrokerBody":
+        """Decode by the request's version: below V3_0_11 (37) the body is a bare
+        TopicConfigSerializeWrapper, as in Java's processor. No body = zero topics."""
+        if not body:
+            return cls()
+        obj = _obj(_load(body, "RegisterBrokerBody"), "RegisterBrokerBody")
+        if version >= VERSION_V3_0_11:
+            wrapper = _obj(obj.get("topicConfigSerializeWrapper") or {}, "topicConfigSerializeWrapper")
+            filters = obj.get("filterServerList") or []
+            if not isinstance(filters, list):
+                raise BodyDecodeError("RegisterBrokerBody: filterServerList is not an array")
+        else:
+            wrapper, filters = obj, []
+        table = _obj(wrapper.get("topicConfigTable") or {}, "topicConfigTable")
+        dv_raw = wrapper.get("dataVersion")
+        return cls(
+            data_version=DataVersion() if dv_raw is None else DataVersion.from_obj(dv_raw),
+            topic_configs={name: TopicConfig.from_obj(name, tc) for name, tc in table.items()},
+            filter_server_list=tuple(str(f) for f in filters),
+        )
+
+
+# ------------------------------------------------------------------ Routes ----
+
+@dataclass(frozen=True, slots=True)
+class QueueData:
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_sys_flag: int = 0
+
+    def to_obj(self) -> dict[str, Any]:
+        return {
+            "brokerName": self.broker_name,
+            "perm": self.perm,
+            "readQueueNums": self.read_queue_nums,
+            "topicSysFlag": self.topic_sys_flag,
+            "writeQueueNums": self.write_queue_nums,
+        }
+
+    def _json(self, standard: bool) -> str:
+        return (
+            '{"brokerName":' + dumps_str(self.broker_name, standard=standard)
+            + f',"perm":{self.perm},"readQueueNums":{self.read_queue_nums}'
+            + f',"topicSysFlag":{self.topic_sys_flag},"writeQueueNums":{self.write_queue_nums}}}'
+        )
+
+    @classmethod
+    def from_obj(cls, obj: Any) -> "QueueData":
+        what = "QueueData"
+        obj = _obj(obj, what)
+        return cls(
+            broker_name=str(obj.get("brokerName")),
+            read_queue_nums=_int(obj, "readQueueNums", 0, what),
+            write_queue_nums=_int(obj, "writeQueueNums", 0, what),
+            perm=_int(obj, "perm", 0, what),
+            topic_sys_flag=_int(obj, "topicSysFlag", 0, what),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerData:
+    """One master/slave group: ``broker_addrs`` maps brokerId (0 = master) to address."""
+
+    cluster: str
+    broker_name: str
+    broker_addrs: Mapping[int, str]
+
+    def to_obj(self) -> dict[str, Any]:
+        return {
+            "brokerAddrs": {str(k): v for k, v in sorted(self.broker_addrs.items())},
+            "brokerName": self.broker_name,
+            "cluster": self.cluster,
+        }
+
+    def _json(self, standard: bool) -> str:
+        return (
+            '{"brokerAddrs":' + dumps_long_key_map(dict(self.broker_addrs), standard=standard)
+            + ',"brokerName":' + dumps_str(self.broker_name, standard=standard)
+            + ',"cluster":' + dumps_str(self.cluster, standard=standard) + "}"
+        )
+
+    @classmethod
+    def from_obj(cls, obj: Any) -> "BrokerData":
+        what = "BrokerData"
+        obj = _obj(obj, what)
+        addrs = _obj(obj.get("brokerAddrs") or {}, "brokerAddrs")
+        try:
+            parsed = {int(k): str(v) for k, v in addrs.items() if v is not None}
+        except ValueError:
+            raise BodyDecodeError(f"{what}: brokerAddrs has a key that is not a broker id") from None
+        return cls(cluster=str(obj.get("cluster")), broker_name=str(obj.get("brokerName")), broker_addrs=parsed)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRouteData:
+    queue_datas: Sequence[QueueData]
+    broker_datas: Sequence[BrokerData]
+    filter_server_table: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    order_topic_conf: str | None = None
+
+    def to_obj(self) -> dict[str, Any]:
+        obj: dict[str, Any] = {
+            "brokerDatas": [b.to_obj() for b in self.broker_datas],
+            "filterServerTable": {k: list(v) for k, v in self.filter_server_table.items()},
+        }
+        if self.order_topic_conf is not None:
+            obj["orderTopicConf"] = self.order_topic_conf
+        obj["queueDatas"] = [q.to_obj() for q in self.queue_datas]
+        return obj
+
+    def encode(self, *, standard: bool) -> bytes:
+        """The 105 body. ``standard`` selects fastjson's browser-compatible mode (quoted,
+        sorted integer keys; ``\\/`` and ``\\uXXXX`` escapes) used for clients >= 4.9.4."""
+        s = standard
+        fst = ",".join(
+            f"{dumps_str(k, standard=s)}:[{','.join(dumps_str(a, standard=s) for a in v)}]"
+            for k, v in (sorted(self.filter_server_table.items()) if s else self.filter_server_table.items())
+        )
+        parts = [
+            '{"brokerDatas":[', ",".join(b._json(s) for b in self.broker_datas),
+            '],"filterServerTable":{', fst, "}",
+        ]
+        if self.order_topic_conf is not None:
+            parts += [',"orderTopicConf":', dumps_str(self.order_topic_conf, standard=s)]
+        parts += [',"queueDatas":[', ",".join(q._json(s) for q in self.queue_datas), "]}"]
+        return "".join(parts).encode("utf-8")
+
+    @classmethod
+    def decode(cls, body: bytes) -> "TopicRouteData":
+        obj = _obj(_load(body, "TopicRouteData"), "TopicRouteData")
+        fst = _obj(obj.get("filterServerTable") or {}, "filterServerTable")
+        otc = obj.get("orderTopicConf")
+        return cls(
+            queue_datas=tuple(QueueData.from_obj(q) for q in obj.get("queueDatas") or ()),
+            broker_datas=tuple(BrokerData.from_obj(b) for b in obj.get("brokerDatas") or ()),
+            filter_server_table={str(k): tuple(v or ()) for k, v in fst.items()},
+            order_topic_conf=None if otc is None else str(otc),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    broker_addr_table: Mapping[str, BrokerData]
+    cluster_addr_table: Mapping[str, Sequence[str]]
+
+    def to_obj(self) -> dict[str, Any]:
+        return {
+            "brokerAddrTable": {k: v.to_obj() for k, v in self.broker_addr_table.items()},
+            "clusterAddrTable": {k: list(v) for k, v in self.cluster_addr_table.items()},
+        }
+
+    def encode(self) -> bytes:
+        """Always fastjson's default dialect (unquoted integer keys), whatever the client."""
+        bat = ",".join(f"{dumps_str(k)}:{v._json(False)}" for k, v in self.broker_addr_table.items())
+        cat = ",".join(f"{dumps_str(k)}:{dumps_plain(list(v))}" for k, v in self.cluster_addr_table.items())
+        return ('{"brokerAddrTable":{' + bat + '},"clusterAddrTable":{' + cat + "}}").encode("utf-8")
+
+    @classmethod
+    def decode(cls, body: bytes) -> "ClusterInfo":
+        obj = _obj(_load(body, "ClusterInfo"), "ClusterInfo")
+        bat = _obj(obj.get("brokerAddrTable") or {}, "brokerAddrTable")
+        cat = _obj(obj.get("clusterAddrTable") or {}, "clusterAddrTable")
+        return cls(
+            broker_addr_table={str(k): BrokerData.from_obj(v) for k, v in bat.items()},
+            cluster_addr_table={str(k): tuple(str(x) for x in (v or ())) for k, v in cat.items()},
+        )
+
+
+# -------------------------------------------------------- TopicList, KVTable ----
+
+@dataclass(frozen=True, slots=True)
+class TopicList:
+    topics: Sequence[str]
+    broker_addr: str | None = None
+
+    def encode(self) -> bytes:
+        head = "{" if self.broker_addr is None else '{"brokerAddr":' + dumps_str(self.broker_addr) + ","
+        return (head + '"topicList":' + dumps_plain(list(self.topics)) + "}").encode("utf-8")
+
+    @classmethod
+    def decode(cls, body: bytes) -> "TopicList":
+        obj = _obj(_load(body, "TopicList"), "TopicList")
+        addr = obj.get("brokerAddr")
+        return cls(topics=tuple(str(t) for t in obj.get("topicList") or ()), broker_addr=None if addr is None else str(addr))
+
+
+def encode_kv_table(table: Mapping[str, str]) -> bytes:
+    return ('{"table":' + dumps_plain(dict(table)) + "}").encode("utf-8")
+
+
+def decode_kv_table(body: bytes) -> dict[str, str]:
+    obj = _obj(_load(body, "KVTable"), "KVTable")
+    table = _obj(obj.get("table") or {}, "KVTable.table")
+    return {str(k): str(v) for k, v in table.items() if v is not None}

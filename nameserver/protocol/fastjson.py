@@ -1,0 +1,87 @@
+"""Reading and writing the JSON dialect of fastjson, the library Java RocketMQ uses.
+
+fastjson's default output writes maps with integer keys as ``{0:"addr"}``, which no
+strict JSON parser accepts; its "browser compatible" mode, used for route answers to
+new clients, writes standard JSON with ``\\/`` and ``\\uXXXX`` escapes. Readers here take
+both; writers produce exactly the form the Java name server would (spec 5.1).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# One alternation does both jobs in a single pass: a string literal is matched (and
+# left alone) before a bare number key can be, so ``"a,1:b"`` is never touched.
+_BARE_KEY = re.compile(r'"(?:[^"\\]|\\.)*"|([{,]\s*)(-?\d+)(\s*:)', re.S)
+
+
+def _quote_key(m: re.Match[str]) -> str:
+    if m.group(1) is None:
+        return m.group(0)
+    return f'{m.group(1)}"{m.group(2)}"{m.group(3)}'
+
+
+def lenient_loads(data: bytes | str) -> Any:
+    """Parse standard JSON or fastjson's default dialect (unquoted integer keys).
+
+    Integer map keys come back as strings; callers that know a map is keyed by
+    Long convert them. Raises ValueError on anything that is neither.
+    """
+    text = data.decode("utf-8") if isinstance(data, (bytes, bytearray, memoryview)) else data
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    fixed = _BARE_KEY.sub(_quote_key, text)
+    return json.loads(fixed)
+
+
+# ------------------------------------------------------------------ writers ----
+
+# fastjson escapes U+007F..U+009F and the two JavaScript line separators even in its
+# default mode, where other non-ASCII characters are written raw.
+_FASTJSON_EXTRA_ESCAPES = re.compile("[\u007f-\u009f\u2028\u2029]")
+
+
+def _escape_extra(m: re.Match[str]) -> str:
+    return f"\\u{ord(m.group(0)):04x}"
+
+
+def dumps_str(value: str, *, standard: bool = False) -> str:
+    """A JSON string literal as fastjson writes it in the chosen mode."""
+    if standard:
+        # Browser-compatible mode: every char >= U+007F as \\uXXXX, and '/' as '\\/'.
+        return json.dumps(value, ensure_ascii=True).replace("/", "\\/")
+    out = json.dumps(value, ensure_ascii=False)
+    if _FASTJSON_EXTRA_ESCAPES.search(out):
+        out = _FASTJSON_EXTRA_ESCAPES.sub(_escape_extra, out)
+    return out
+
+
+def dumps_long_key_map(mapping: dict[int, str], *, standard: bool) -> str:
+    """A Java ``Map<Long,String>``: ``{0:"a",1:"b"}`` by default, ``{"0":"a","1":"b"}``
+    in standard mode. Sorted ascending in both: standard mode sorts map keys, and
+    HashMap iterates small Long keys in ascending order anyway."""
+    items = sorted(mapping.items())
+    if standard:
+        inner = ",".join(f'"{k}":{dumps_str(v, standard=True)}' for k, v in items)
+    else:
+        inner = ",".join(f"{k}:{dumps_str(v)}" for k, v in items)
+    return "{" + inner + "}"
+
+
+def dumps_str_map(mapping: dict[str, Any], value_writer: Any, *, sort: bool) -> str:
+    keys = sorted(mapping) if sort else mapping
+    standard = sort
+    return "{" + ",".join(
+        f"{dumps_str(k, standard=standard)}:{value_writer(mapping[k])}" for k in keys
+    ) + "}"
+
+
+def dumps_plain(obj: Any) -> str:
+    """Compact JSON for simple values (lists of strings, string maps) in default mode."""
+    return _FASTJSON_EXTRA_ESCAPES.sub(
+        _escape_extra, json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    )

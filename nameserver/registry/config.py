@@ -1,0 +1,171 @@
+"""Name-server configuration: NamesrvConfig + NettyServerConfig items, Java properties text.
+
+Items keep Java's names so an existing ``namesrv.properties`` works unchanged and
+``getNamesrvConfig`` output reads the same as the Java server's.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import javaproperties
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used; the message names the item."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigItem:
+    name: str
+    kind: type
+    default: Any
+    doc: str = ""
+
+
+def _home(*parts: str) -> str:
+    return str(Path.home().joinpath(*parts))
+
+
+def _items() -> tuple[ConfigItem, ...]:
+    return (
+        # NamesrvConfig (4.9.8)
+        ConfigItem("rocketmqHome", str, os.environ.get("ROCKETMQ_HOME"), "RocketMQ home; informational here"),
+        ConfigItem("kvConfigPath", str, _home("namesrv", "kvConfig.json"), "KV config file"),
+        ConfigItem("configStorePath", str, _home("namesrv", "namesrv.properties"), "where updateNamesrvConfig writes"),
+        ConfigItem("productEnvName", str, "center"),
+        ConfigItem("clusterTest", bool, False),
+        ConfigItem("orderMessageEnable", bool, False, "put orderTopicConf from ORDER_TOPIC_CONFIG into routes"),
+        ConfigItem("configBlackList", str, "configBlackList;configStorePath;kvConfigPath", "keys updateNamesrvConfig refuses"),
+        # NamesrvConfig (5.x) items this server implements
+        ConfigItem("returnOrderTopicConfigToBroker", bool, True, "send ORDER_TOPIC_CONFIG in register replies"),
+        ConfigItem("scanNotActiveBrokerInterval", int, 5000, "ms between scans for expired brokers"),
+        # Ours, named after Java's BROKER_CHANNEL_EXPIRED_TIME constant.
+        ConfigItem("brokerChannelExpiredTime", int, 120_000, "ms without registration before a broker is dropped"),
+        # NettyServerConfig
+        ConfigItem("listenPort", int, 9876),
+        ConfigItem("bindAddress", str, "0.0.0.0"),
+        ConfigItem("serverWorkerThreads", int, 8),
+        ConfigItem("serverCallbackExecutorThreads", int, 0),
+        ConfigItem("serverSelectorThreads", int, 3),
+        ConfigItem("serverOnewaySemaphoreValue", int, 256),
+        ConfigItem("serverAsyncSemaphoreValue", int, 64),
+        ConfigItem("serverChannelMaxIdleTimeSeconds", int, 120, "idle connections are closed after this"),
+        ConfigItem("serverSocketSndBufSize", int, 0),
+        ConfigItem("serverSocketRcvBufSize", int, 0),
+        ConfigItem("writeBufferHighWaterMark", int, 0),
+        ConfigItem("writeBufferLowWaterMark", int, 0),
+        ConfigItem("serverSocketBacklog", int, 1024),
+        ConfigItem("serverPooledByteBufAllocatorEnable", bool, True),
+        ConfigItem("useEpollNativeSelector", bool, False),
+    )
+
+
+#: Keys no remote update may change, whatever configBlackList says (spec 4.11).
+FIXED_BLACK_LIST = frozenset({"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"})
+
+
+def _parse(item: ConfigItem, raw: str) -> Any:
+    if item.kind is bool:
+        # Boolean.parseBoolean: anything but "true" is false, never an error.
+        return raw.strip().lower() == "true"
+    if item.kind is int:
+        # Integer.parseInt refuses blanks, so "9876 " does not parse in Java either.
+        try:
+            return int(raw, 10)
+        except ValueError:
+            raise ConfigError(f"{item.name}: {raw!r} is not a whole number") from None
+    return raw.strip()
+
+
+class NamesrvConfig:
+    """Typed config items plus unknown keys kept from the file (Java keeps them for 319)."""
+
+    def __init__(self) -> None:
+        self.items = {item.name: item for item in _items()}
+        self.values: dict[str, Any] = {name: item.default for name, item in self.items.items()}
+        self.extras: dict[str, str] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    def set(self, name: str, value: Any) -> None:
+        if name not in self.items:
+            raise ConfigError(f"unknown config item {name!r}")
+        self.values[name] = value
+
+    def apply(self, props: Mapping[str, str], *, strict: bool, keep_unknown: bool) -> tuple[list[str], list[str]]:
+        """Apply properties; return (names that changed, names that were not applied).
+
+        ``strict`` (start-up): a bad value raises ConfigError. Otherwise (remote update)
+        bad values and unknown keys are skipped, as Java's properties2Object does, and
+        returned so the caller can log them.
+        """
+        changed: list[str] = []
+        rejected: list[str] = []
+        for key, raw in props.items():
+            item = self.items.get(key)
+            if item is None:
+                if keep_unknown:
+                    self.extras[key] = raw
+                else:
+                    rejected.append(key)
+                continue
+            try:
+                value = _parse(item, raw)
+            except ConfigError:
+                if strict:
+                    raise
+                rejected.append(key)
+                continue
+            if self.values[key] != value:
+                self.values[key] = value
+                changed.append(key)
+        return changed, rejected
+
+    def black_list(self) -> frozenset[str]:
+        configured = {k for k in str(self.values.get("configBlackList") or "").split(";") if k}
+        return FIXED_BLACK_LIST | configured
+
+    def to_properties(self) -> dict[str, str]:
+        """Every item with a non-null value, then the file's extra keys."""
+        out: dict[str, str] = {}
+        for name, value in self.values.items():
+            if value is None:
+                continue
+            out[name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        for key, raw in self.extras.items():
+            out.setdefault(key, raw)
+        return out
+
+    def to_text(self) -> str:
+        """``key=value`` lines, values raw (no escaping), sorted by key as 5.x does."""
+        return "".join(f"{k}={v}\n" for k, v in sorted(self.to_properties().items()))
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java ``Properties.load`` semantics (comments, ``:``/``=``/blank separators,
+    continuations, ``\\uXXXX``). Raises ConfigError on text it cannot read."""
+    try:
+        return dict(javaproperties.loads(text))
+    except (ValueError, UnicodeError) as exc:
+        raise ConfigError(f"not a properties text: {exc}") from None
+
+
+def load_properties_file(path: str | os.PathLike[str]) -> dict[str, str]:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {os.fspath(path)} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {os.fspath(path)}: {exc.strerror}") from None
+    try:
+        return parse_properties(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {os.fspath(path)} is not UTF-8 text") from None
+    except ConfigError as exc:
+        raise ConfigError(f"config file {os.fspath(path)}: {exc}") from None

@@ -1,0 +1,405 @@
+"""The route registry: clusters, broker groups, topic queues and broker liveness.
+
+Pure state with an injected clock. Nothing here does I/O or logging of wire details;
+connections are opaque hashable tokens supplied by the server. The behaviour follows
+the 4.9.8 RouteInfoManager (spec 4.4-4.12, 6), with the deviations noted inline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Hashable, Iterable, Mapping, Sequence
+
+from ..protocol.bodies import BrokerData, ClusterInfo, DataVersion, QueueData, TopicConfig, TopicRouteData
+from ..protocol.javahash import hashmap_order
+from ..protocol.codes import FLAG_UNIT, FLAG_UNIT_SUB, MASTER_ID, PERM_READ, PERM_WRITE
+from .clock import Clock, system_clock
+
+#: Java's BROKER_CHANNEL_EXPIRED_TIME: a broker silent this long is dropped.
+DEFAULT_BROKER_TIMEOUT_MS = 120_000
+
+
+@dataclass(slots=True)
+class BrokerLive:
+    last_update_ms: int
+    data_version: DataVersion
+    conn: Hashable | None
+    ha_server_addr: str
+    timeout_ms: int
+
+
+@dataclass(slots=True)
+class _Group:
+    """Mutable twin of BrokerData; frozen copies are handed out in routes."""
+
+    cluster: str
+    broker_name: str
+    addrs: dict[int, str] = field(default_factory=dict)
+
+    def frozen(self) -> BrokerData:
+        return BrokerData(cluster=self.cluster, broker_name=self.broker_name, broker_addrs=dict(self.addrs))
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterResult:
+    """What a slave learns about its master (both None for masters)."""
+
+    master_addr: str | None = None
+    ha_server_addr: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """A broker address that left the registry, and why (for logs and metrics)."""
+
+    broker_addr: str
+    broker_name: str | None
+    reason: str
+    conn: Hashable | None = None
+
+
+class RouteTable:
+    """All route state of one name server.
+
+    ``generation`` increases whenever anything a route, the cluster info or a topic
+    list shows has changed, so callers can cache encoded answers and drop them when
+    it moves. A heartbeat re-registration with an unchanged DataVersion does not move it.
+    """
+
+    def __init__(self, clock: Clock = system_clock, default_timeout_ms: int = DEFAULT_BROKER_TIMEOUT_MS) -> None:
+        self._clock = clock
+        self.default_timeout_ms = default_timeout_ms
+        self.topic_queue_table: dict[str, dict[str, QueueData]] = {}
+        self.broker_addr_table: dict[str, _Group] = {}
+        self.cluster_addr_table: dict[str, set[str]] = {}
+        self.broker_live_table: dict[str, BrokerLive] = {}
+        self.filter_server_table: dict[str, list[str]] = {}
+        self._conn_addrs: dict[Hashable, set[str]] = {}
+        # Identical QueueData are shared: a fleet repeats a few shapes across 10^5 topics.
+        self._queue_data_pool: dict[tuple[str, int, int, int, int], QueueData] = {}
+        self.generation = 0
+
+    def _changed(self) -> None:
+        self.generation += 1
+
+    def _queue_data(self, broker_name: str, tc: TopicConfig) -> QueueData:
+        key = (broker_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm, tc.topic_sys_flag)
+        qd = self._queue_data_pool.get(key)
+        if qd is None:
+            qd = QueueData(broker_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm, tc.topic_sys_flag)
+            if len(self._queue_data_pool) < 100_000:
+                self._queue_data_pool[key] = qd
+        return qd
+
+    # ------------------------------------------------------------ register ----
+
+    def register_broker(
+        self,
+        cluster: str,
+        broker_name: str,
+        broker_addr: str,
+        broker_id: int,
+        ha_server_addr: str,
+        data_version: DataVersion,
+        topic_configs: Mapping[str, TopicConfig],
+        filter_servers: Sequence[str] | None = None,
+        conn: Hashable | None = None,
+        timeout_ms: int | None = None,
+    ) -> RegisterResult:
+        """REGISTER_BROKER, 4.9.8 semantics (spec 4.4 step 3).
+
+        ``filter_servers`` None means the body had no filter-server list at all (the
+        pre-3.0.11 body), which leaves the filter-server table untouched.
+        """
+        clusters = self.cluster_addr_table.get(cluster)
+        if clusters is None:
+            clusters = self.cluster_addr_table[cluster] = set()
+        if broker_name not in clusters:
+            clusters.add(broker_name)
+            self._changed()
+
+        first = False
+        group = self.broker_addr_table.get(broker_name)
+        if group is None:
+            # An existing group keeps its original cluster even if this request names another.
+            group = self.broker_addr_table[broker_name] = _Group(cluster, broker_name)
+            first = True
+        addrs = group.addrs
+        # A slave promoted to master moves from id 1 to id 0: drop its stale entry.
+        stale = [bid for bid, addr in addrs.items() if addr == broker_addr and bid != broker_id]
+        for bid in stale:
+            del addrs[bid]
+        previous = addrs.get(broker_id)
+        if previous is None:
+            first = True
+        if previous != broker_addr or stale:
+            addrs[broker_id] = broker_addr
+            self._changed()
+
+        live = self.broker_live_table.get(broker_addr)
+        if broker_id == MASTER_ID and (first or live is None or live.data_version != data_version):
+            for topic, tc in topic_configs.items():
+                qd = self._queue_data(broker_name, tc)
+                queues = self.topic_queue_table.get(topic)
+                if queues is None:
+                    self.topic_queue_table[topic] = {broker_name: qd}
+                elif queues.get(broker_name) != qd:
+                    queues[broker_name] = qd
+                else:
+                    continue
+                self._changed()
+            # Topics the broker no longer reports stay (4.9.8); delete them with deleteTopic.
+
+        if live is not None and live.conn is not None and live.conn != conn:
+            self._forget_conn(live.conn, broker_addr)
+        self.broker_live_table[broker_addr] = BrokerLive(
+            last_update_ms=self._clock(),
+            data_version=data_version,
+            conn=conn,
+            ha_server_addr=ha_server_addr,
+            timeout_ms=self.default_timeout_ms if timeout_ms is None else timeout_ms,
+        )
+        if conn is not None:
+            self._conn_addrs.setdefault(conn, set()).add(broker_addr)
+
+        if filter_servers is not None:
+            if filter_servers:
+                if self.filter_server_table.get(broker_addr) != list(filter_servers):
+                    self.filter_server_table[broker_addr] = list(filter_servers)
+                    self._changed()
+            elif self.filter_server_table.pop(broker_addr, None) is not None:
+                self._changed()
+
+        if broker_id != MASTER_ID:
+            master_addr = addrs.get(MASTER_ID)
+            if master_addr is not None:
+                master_live = self.broker_live_table.get(master_addr)
+                if master_live is not None:
+                    return RegisterResult(master_addr=master_addr, ha_server_addr=master_live.ha_server_addr)
+        return RegisterResult()
+
+    def query_data_version(self, broker_addr: str, data_version: DataVersion) -> tuple[bool, DataVersion | None]:
+        """QUERY_DATA_VERSION: (changed, stored version). Refreshes liveness only when
+        unchanged, as 4.9.8 does: a changed broker must register in full to stay alive."""
+        live = self.broker_live_table.get(broker_addr)
+        if live is None:
+            return True, None
+        changed = live.data_version != data_version
+        if not changed:
+            live.last_update_ms = self._clock()
+        return changed, live.data_version
+
+    def heartbeat(self, broker_addr: str) -> bool:
+        """BROKER_HEARTBEAT (5.x): refresh liveness; False when the broker is unknown."""
+        live = self.broker_live_table.get(broker_addr)
+        if live is None:
+            return False
+        live.last_update_ms = self._clock()
+        return True
+
+    # ------------------------------------------------------------- removal ----
+
+    def unregister_broker(self, cluster: str, broker_name: str, broker_addr: str, broker_id: int) -> None:
+        """UNREGISTER_BROKER, 4.9.8: the entry with key ``broker_id`` goes, whatever its address."""
+        live = self.broker_live_table.pop(broker_addr, None)
+        if live is not None and live.conn is not None:
+            self._forget_conn(live.conn, broker_addr)
+        if self.filter_server_table.pop(broker_addr, None) is not None:
+            self._changed()
+        group = self.broker_addr_table.get(broker_name)
+        if group is None:
+            return
+        if group.addrs.pop(broker_id, None) is not None:
+            self._changed()
+        if not group.addrs:
+            self._drop_group(broker_name, cluster)
+
+    def _drop_group(self, broker_name: str, cluster: str | None) -> None:
+        del self.broker_addr_table[broker_name]
+        names: Iterable[str] = [cluster] if cluster is not None else list(self.cluster_addr_table)
+        for name in names:
+            members = self.cluster_addr_table.get(name)
+            if members is not None and broker_name in members:
+                members.discard(broker_name)
+                if not members:
+                    del self.cluster_addr_table[name]
+                if cluster is None:
+                    break  # channel destroy: only the first cluster holding it (6.2 step 4)
+        for topic in [t for t, q in self.topic_queue_table.items() if broker_name in q]:
+            queues = self.topic_queue_table[topic]
+            del queues[broker_name]
+            if not queues:
+                del self.topic_queue_table[topic]
+        self._changed()
+
+    def _remove_addr(self, broker_addr: str, reason: str, conn: Hashable | None) -> Removal:
+        """The channel-destroy cascade (spec 6.2 steps 2-4) for one address."""
+        live = self.broker_live_table.pop(broker_addr, None)
+        if live is not None and live.conn is not None:
+            self._forget_conn(live.conn, broker_addr)
+        if self.filter_server_table.pop(broker_addr, None) is not None:
+            self._changed()
+        for name, group in self.broker_addr_table.items():
+            hit = next((bid for bid, addr in group.addrs.items() if addr == broker_addr), None)
+            if hit is None:
+                continue
+            del group.addrs[hit]
+            self._changed()
+            if not group.addrs:
+                self._drop_group(name, None)
+            return Removal(broker_addr, name, reason, conn)
+        return Removal(broker_addr, None, reason, conn)
+
+    def _forget_conn(self, conn: Hashable, broker_addr: str) -> None:
+        addrs = self._conn_addrs.get(conn)
+        if addrs is not None:
+            addrs.discard(broker_addr)
+            if not addrs:
+                del self._conn_addrs[conn]
+
+    def connection_closed(self, conn: Hashable) -> list[Removal]:
+        """A connection closed, failed or idled out: remove the brokers registered on it.
+
+        Deviation: 4.9.8 removes only the first broker found for the channel and leaves
+        others on the same connection to expire 120 s later; we remove all of them.
+        """
+        addrs = self._conn_addrs.pop(conn, None)
+        if not addrs:
+            return []
+        return [self._remove_addr(addr, "connection closed", conn) for addr in sorted(addrs)]
+
+    def scan_not_active(self) -> list[Removal]:
+        """Drop brokers whose last registration is older than their timeout. The caller
+        closes the returned connections, as the Java scan does."""
+        now = self._clock()
+        dead = [
+            (addr, live.conn)
+            for addr, live in self.broker_live_table.items()
+            if live.last_update_ms + live.timeout_ms < now
+        ]
+        return [self._remove_addr(addr, "expired", conn) for addr, conn in dead]
+
+    # ---------------------------------------------------------------- reads ----
+
+    def pickup_route(self, topic: str) -> TopicRouteData | None:
+        """GET_ROUTEINFO_BY_TOPIC assembly (spec 4.6); None means TOPIC_NOT_EXIST."""
+        queues = self.topic_queue_table.get(topic)
+        if not queues:
+            return None
+        brokers = []
+        filters: dict[str, list[str]] = {}
+        for name in queues:
+            group = self.broker_addr_table.get(name)
+            if group is None:
+                continue
+            brokers.append(group.frozen())
+            if self.filter_server_table:
+                for addr in group.addrs.values():
+                    fs = self.filter_server_table.get(addr)
+                    if fs is not None:
+                        filters[addr] = list(fs)
+        if not brokers:
+            return None
+        return TopicRouteData(queue_datas=tuple(queues.values()), broker_datas=tuple(brokers), filter_server_table=filters)
+
+    def cluster_info(self) -> ClusterInfo:
+        return ClusterInfo(
+            broker_addr_table={name: g.frozen() for name, g in self.broker_addr_table.items()},
+            cluster_addr_table={name: tuple(members) for name, members in self.cluster_addr_table.items()},
+        )
+
+    def all_topics(self) -> list[str]:
+        return list(self.topic_queue_table)
+
+    def topics_by_cluster(self, cluster: str) -> list[str]:
+        members = self.cluster_addr_table.get(cluster)
+        if not members:
+            return []
+        return [t for t, q in self.topic_queue_table.items() if not members.isdisjoint(q)]
+
+    def system_topics(self) -> tuple[list[str], str | None]:
+        """Cluster and broker names (brokers auto-create topics named after both), plus
+        one address of the first broker group, where admin tools ask for the rest.
+        "First" follows Java's HashMap order so both servers name the same broker."""
+        names: list[str] = []
+        for cluster, members in self.cluster_addr_table.items():
+            names.append(cluster)
+            names.extend(members)
+        broker_addr = None
+        for name in hashmap_order(self.broker_addr_table):
+            addrs = self.broker_addr_table[name].addrs
+            if addrs:
+                broker_addr = addrs[min(addrs)]
+            break
+        return hashmap_order(dict.fromkeys(names)), broker_addr
+
+    def topics_by_sys_flag(self, want_unit: bool | None, want_unit_sub: bool | None) -> list[str]:
+        """Unit topic lists (311-313): only the topic's first QueueData is examined, as in Java."""
+        out = []
+        for topic, queues in self.topic_queue_table.items():
+            flag = next(iter(queues.values())).topic_sys_flag
+            if want_unit is not None and bool(flag & FLAG_UNIT) != want_unit:
+                continue
+            if want_unit_sub is not None and bool(flag & FLAG_UNIT_SUB) != want_unit_sub:
+                continue
+            out.append(topic)
+        return out
+
+    # -------------------------------------------------------------- writes ----
+
+    def delete_topic(self, topic: str, cluster: str | None = None) -> None:
+        """DELETE_TOPIC_IN_NAMESRV; with a cluster, only that cluster's queues go."""
+        if not cluster:
+            if self.topic_queue_table.pop(topic, None) is not None:
+                self._changed()
+            return
+        queues = self.topic_queue_table.get(topic)
+        members = self.cluster_addr_table.get(cluster)
+        if queues is None or not members:
+            return
+        for name in members:
+            if queues.pop(name, None) is not None:
+                self._changed()
+        if not queues:
+            del self.topic_queue_table[topic]
+
+    def _rewrite_perm(self, broker_name: str, wipe: bool) -> int:
+        count = 0
+        for queues in self.topic_queue_table.values():
+            qd = queues.get(broker_name)
+            if qd is None:
+                continue
+            count += 1
+            perm = qd.perm & ~PERM_WRITE if wipe else PERM_READ | PERM_WRITE
+            if perm != qd.perm:
+                queues[broker_name] = QueueData(
+                    qd.broker_name, qd.read_queue_nums, qd.write_queue_nums, perm, qd.topic_sys_flag
+                )
+                self._changed()
+        return count
+
+    def wipe_write_perm(self, broker_name: str) -> int:
+        """Clear the write bit of every topic of the broker; returns topics visited."""
+        return self._rewrite_perm(broker_name, wipe=True)
+
+    def add_write_perm(self, broker_name: str) -> int:
+        """Set perm to exactly RW (6) on every topic of the broker; returns topics visited."""
+        return self._rewrite_perm(broker_name, wipe=False)
+
+    def register_topic(self, topic: str, queue_datas: Sequence[QueueData]) -> None:
+        """REGISTER_TOPIC_IN_NAMESRV (5.x): add or replace QueueData per brokerName,
+        stopping at the first broker this server does not know, as 5.x does."""
+        for qd in queue_datas:
+            if qd.broker_name not in self.broker_addr_table:
+                return
+            queues = self.topic_queue_table.setdefault(topic, {})
+            if queues.get(qd.broker_name) != qd:
+                queues[qd.broker_name] = qd
+                self._changed()
+
+    def broker_member_group(self, cluster: str, broker_name: str) -> BrokerData:
+        group = self.broker_addr_table.get(broker_name)
+        if group is None:
+            return BrokerData(cluster=cluster, broker_name=broker_name, broker_addrs={})
+        return group.frozen()
+

@@ -1,0 +1,121 @@
+"""The name-server process: wires config, storage, registry and processor to a
+listening socket, and runs the periodic broker-expiry and idle-connection scans."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+import time
+from typing import Any
+
+from ..protocol.frame import DEFAULT_MAX_FRAME
+from ..registry.config import NamesrvConfig
+from ..registry.routes import RouteTable
+from ..storage import atomic_write, load_kv
+from .connection import Connection
+from .dispatch import Processor
+
+log = logging.getLogger("nameserver")
+
+BANNER = "The Name Server boot success. serializeType=JSON, address {host}:{port}"
+
+
+class NameServer:
+    def __init__(self, config: NamesrvConfig, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+        self.config = config
+        self.max_frame = max_frame
+        self.kv = load_kv(config["kvConfigPath"])  # a corrupt file stops the start, by design
+        self.routes = RouteTable(default_timeout_ms=config["brokerChannelExpiredTime"])
+        self.processor = Processor(
+            self.routes, self.kv, config,
+            persist_kv=lambda data: atomic_write(self.config["kvConfigPath"], data),
+            persist_config=lambda text: atomic_write(self.config["configStorePath"], text.encode("utf-8")),
+        )
+        self.connections: set[Connection] = set()
+        self._server: asyncio.base_events.Server | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self.port = 0
+        self.host = ""
+
+    async def start(self) -> None:
+        """Bind and listen. Raises OSError (port in use, bad address) for the CLI to report."""
+        loop = asyncio.get_running_loop()
+        host = self.config["bindAddress"]
+        self._server = await loop.create_server(
+            lambda: Connection(self), host=host, port=self.config["listenPort"],
+            backlog=self.config["serverSocketBacklog"], reuse_address=True,
+        )
+        sock = self._server.sockets[0]
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.host, self.port = host, sock.getsockname()[1]
+        self._tasks.append(asyncio.create_task(self._scan_loop(), name="scan-not-active"))
+
+    async def _scan_loop(self) -> None:
+        interval = max(self.config["scanNotActiveBrokerInterval"], 10) / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.scan_once()
+            except Exception:  # never let the scan die silently
+                log.exception("broker scan failed")
+
+    def scan_once(self) -> None:
+        for removal in self.routes.scan_not_active():
+            log.warning("broker expired: %s (%s), no registration for %d ms", removal.broker_addr,
+                        removal.broker_name or "?", self.config["brokerChannelExpiredTime"])
+            if isinstance(removal.conn, Connection):
+                removal.conn.close()
+        idle = self.config["serverChannelMaxIdleTimeSeconds"]
+        if idle > 0:
+            limit = time.monotonic() - idle
+            for conn in [c for c in self.connections if c.last_activity < limit]:
+                log.info("closing idle connection from %s (idle > %d s)", conn.peer, idle)
+                conn.close()
+
+    def connection_closed(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        for removal in self.routes.connection_closed(conn):
+            log.warning("broker removed: %s (%s), its connection from %s closed",
+                        removal.broker_addr, removal.broker_name or "?", conn.peer)
+
+    async def stop(self) -> None:
+        """Stop accepting, let written answers drain, save the KV table."""
+        if self._server is not None:
+            self._server.close()
+        for task in self._tasks:
+            task.cancel()
+        for conn in list(self.connections):
+            conn.close()
+        await asyncio.sleep(0)
+        try:
+            atomic_write(self.config["kvConfigPath"], self.kv.dumps())
+        except Exception as exc:
+            log.error("KV config not saved at shutdown: %s", exc)
+        log.info("name server stopped")
+
+
+async def serve(config: NamesrvConfig, *, on_ready: Any = None) -> None:
+    """Run until SIGINT/SIGTERM. ``on_ready(server)`` is called once listening."""
+    server = NameServer(config)
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    if on_ready is not None:
+        on_ready(server)
+    await stop.wait()
+    log.info("shutting down")
+    await server.stop()
+
+
+def run(config: NamesrvConfig, *, on_ready: Any = None) -> None:
+    """Entry point for the CLI: uvloop when installed, the default loop otherwise."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(serve(config, on_ready=on_ready))
+    else:
+        uvloop.run(serve(config, on_ready=on_ready))

@@ -1,0 +1,82 @@
+"""One asyncio Protocol per client connection: bytes to the decoder, frames to the
+processor, responses back. Everything else lives in the processor and the registry."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from ..protocol.codes import code_name
+from ..protocol.errors import ProtocolError
+from ..protocol.frame import NEED_DATA, FrameDecoder, encode
+
+if TYPE_CHECKING:
+    from .app import NameServer
+
+log = logging.getLogger("nameserver.connection")
+
+
+class Connection(asyncio.Protocol):
+    """Also the opaque token the registry stores for brokers registered on it."""
+
+    def __init__(self, server: "NameServer") -> None:
+        self.server = server
+        self.decoder = FrameDecoder(max_frame=server.max_frame)
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self.last_activity = time.monotonic()
+        self.closing = False
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.peer}>"
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport subclass
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.server.connections.add(self)
+        # Large pipelined bursts must not buffer unboundedly: pause reading instead.
+        transport.set_write_buffer_limits(high=4 * 1024 * 1024)
+
+    def data_received(self, data: bytes) -> None:
+        self.last_activity = time.monotonic()
+        self.decoder.feed(data)
+        transport = self.transport
+        assert transport is not None
+        processor = self.server.processor
+        while not self.closing:
+            try:
+                cmd = self.decoder.next_frame()
+            except ProtocolError as exc:
+                # Like Java's NettyDecoder: no answer, log with the peer, close.
+                log.warning("closing connection from %s: undecodable frame: %s", self.peer, exc)
+                self.close()
+                return
+            if cmd is NEED_DATA:
+                return
+            response = processor.handle(cmd, self)  # type: ignore[arg-type]
+            if response is not None:
+                try:
+                    transport.write(encode(response))
+                except ProtocolError as exc:
+                    log.error("cannot encode the answer to %s from %s: %s",
+                              code_name(cmd.code), self.peer, exc)  # type: ignore[union-attr]
+
+    def pause_writing(self) -> None:
+        if self.transport is not None:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.transport is not None and not self.closing:
+            self.transport.resume_reading()
+
+    def close(self) -> None:
+        self.closing = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closing = True
+        self.server.connection_closed(self)

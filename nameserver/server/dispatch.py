@@ -1,0 +1,351 @@
+"""Request processing: one RemotingCommand in, its response out. No sockets here.
+
+Each handler mirrors the 4.9.8 DefaultRequestProcessor (spec 4). Handlers raise
+RequestError for answers that are errors by design; anything else escaping a handler
+is a bug, logged with its traceback and answered SYSTEM_ERROR so one bad request
+never takes the server down.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from typing import Callable, Hashable
+
+from ..protocol.bodies import DataVersion, RegisterBrokerBody, TopicList, TopicRouteData, encode_kv_table
+from ..protocol.codes import ORDER_TOPIC_CONFIG, VERSION_V4_9_4, RequestCode, ResponseCode, code_name
+from ..protocol.command import RemotingCommand
+from ..protocol.compressed import decode_compressed
+from ..protocol.errors import BodyDecodeError
+from ..registry.config import ConfigError, NamesrvConfig, parse_properties
+from ..registry.kv import KVStore
+from ..registry.routes import RouteTable
+
+log = logging.getLogger("nameserver")
+
+FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
+ROUTE_CACHE_LIMIT = 200_000
+
+
+class RequestError(Exception):
+    def __init__(self, code: int, remark: str | None, ext: dict[str, str] | None = None) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+        self.ext = ext
+
+
+def _required(cmd: RemotingCommand, key: str) -> str:
+    value = cmd.ext_get(key)
+    if value is None:
+        raise RequestError(ResponseCode.SYSTEM_ERROR, f"the custom field <{key}> is null")
+    return value
+
+
+def _int_field(cmd: RemotingCommand, key: str, default: int | None = None) -> int:
+    value = cmd.ext_get(key)
+    if value is None:
+        if default is None:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"the custom field <{key}> is null")
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise RequestError(ResponseCode.SYSTEM_ERROR, f"the custom field <{key}> is not a number: {value!r}") from None
+
+
+def _flag(cmd: RemotingCommand, key: str) -> bool:
+    return (cmd.ext_get(key) or "").lower() == "true"
+
+
+Handler = Callable[[RemotingCommand, Hashable], RemotingCommand]
+
+
+class Processor:
+    """Dispatches requests to handlers over the registry, the KV store and the config.
+
+    ``persist_kv`` and ``persist_config`` are the server's storage callbacks; a write is
+    answered SUCCESS only after its callback returned, so an acknowledged write is on disk.
+    """
+
+    def __init__(
+        self,
+        routes: RouteTable,
+        kv: KVStore,
+        config: NamesrvConfig,
+        *,
+        persist_kv: Callable[[bytes], None] = lambda data: None,
+        persist_config: Callable[[str], None] = lambda text: None,
+        version: int = 409,
+    ) -> None:
+        self.routes = routes
+        self.kv = kv
+        self.config = config
+        self.persist_kv = persist_kv
+        self.persist_config = persist_config
+        self.version = version
+        self._route_cache: dict[tuple[str, bool, str | None], bytes] = {}
+        self._route_cache_generation = -1
+        self.route_cache_hits = 0
+        R = RequestCode
+        self.handlers: dict[int, Handler] = {
+            R.PUT_KV_CONFIG: self.put_kv_config,
+            R.GET_KV_CONFIG: self.get_kv_config,
+            R.DELETE_KV_CONFIG: self.delete_kv_config,
+            R.GET_KVLIST_BY_NAMESPACE: self.get_kvlist_by_namespace,
+            R.REGISTER_BROKER: self.register_broker,
+            R.UNREGISTER_BROKER: self.unregister_broker,
+            R.QUERY_DATA_VERSION: self.query_data_version,
+            R.BROKER_HEARTBEAT: self.broker_heartbeat,
+            R.GET_ROUTEINFO_BY_TOPIC: self.get_route,
+            R.GET_BROKER_CLUSTER_INFO: self.get_cluster_info,
+            R.WIPE_WRITE_PERM_OF_BROKER: self.wipe_write_perm,
+            R.ADD_WRITE_PERM_OF_BROKER: self.add_write_perm,
+            R.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self.topic_list(lambda c: TopicList(self.routes.all_topics())),
+            R.GET_TOPICS_BY_CLUSTER: self.topic_list(
+                lambda c: TopicList(self.routes.topics_by_cluster(_required(c, "cluster")))
+            ),
+            R.GET_SYSTEM_TOPIC_LIST_FROM_NS: self.topic_list(lambda c: TopicList(*self.routes.system_topics())),
+            R.GET_UNIT_TOPIC_LIST: self.topic_list(lambda c: TopicList(self.routes.topics_by_sys_flag(True, None))),
+            R.GET_HAS_UNIT_SUB_TOPIC_LIST: self.topic_list(
+                lambda c: TopicList(self.routes.topics_by_sys_flag(None, True))
+            ),
+            R.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: self.topic_list(
+                lambda c: TopicList(self.routes.topics_by_sys_flag(False, True))
+            ),
+            R.DELETE_TOPIC_IN_NAMESRV: self.delete_topic,
+            R.REGISTER_TOPIC_IN_NAMESRV: self.register_topic,
+            R.GET_BROKER_MEMBER_GROUP: self.get_broker_member_group,
+            R.UPDATE_NAMESRV_CONFIG: self.update_config,
+            R.GET_NAMESRV_CONFIG: self.get_config,
+        }
+
+    # ----------------------------------------------------------------- entry ----
+
+    def handle(self, cmd: RemotingCommand, conn: Hashable = None) -> RemotingCommand | None:
+        """The response to send, or None when nothing must be sent (one-way requests,
+        stray responses). One-way requests are still processed."""
+        if cmd.is_response:
+            return None
+        handler = self.handlers.get(cmd.code)
+        try:
+            if handler is None:
+                raise RequestError(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
+            response = handler(cmd, conn)
+        except RequestError as exc:
+            response = cmd.response(exc.code, remark=exc.remark, ext=exc.ext, version=self.version)
+        except BodyDecodeError as exc:
+            response = cmd.response(ResponseCode.SYSTEM_ERROR, remark=str(exc), version=self.version)
+        except Exception as exc:  # a bug: keep serving, but say so loudly
+            log.exception("%s (%d) failed", code_name(cmd.code), cmd.code)
+            response = cmd.response(
+                ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}", version=self.version
+            )
+        return None if cmd.is_oneway else response
+
+    def _ok(self, cmd: RemotingCommand, *, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
+        return cmd.response(ResponseCode.SUCCESS, ext=ext, body=body, version=self.version)
+
+    # -------------------------------------------------------------------- KV ----
+
+    def _persist_kv(self) -> None:
+        self.persist_kv(self.kv.dumps())
+
+    def put_kv_config(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        ns, key, value = cmd.ext_get("namespace"), cmd.ext_get("key"), cmd.ext_get("value")
+        if ns is None or key is None:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, "namespace or key is null")
+        if value is None:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, "the custom field <value> is null")
+        previous = self.kv.get(ns, key)
+        had_ns = self.kv.namespace(ns) is not None
+        self.kv.put(ns, key, value)
+        try:
+            self._persist_kv()
+        except Exception as exc:
+            # Not on disk: take it back, so what clients read is what survives a restart.
+            if previous is not None:
+                self.kv.put(ns, key, previous)
+            else:
+                self.kv.delete(ns, key)
+                if not had_ns:
+                    self.kv.table.pop(ns, None)
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"KV config not saved: {exc}") from None
+        log.info("KV put %s/%s=%s", ns, key, value)
+        return self._ok(cmd)
+
+    def get_kv_config(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        ns, key = str(cmd.ext_get("namespace")), str(cmd.ext_get("key"))
+        value = self.kv.get(ns, key)
+        if value is None:
+            raise RequestError(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {ns} Key: {key}", {})
+        return self._ok(cmd, ext={"value": value})
+
+    def delete_kv_config(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        ns, key = _required(cmd, "namespace"), _required(cmd, "key")
+        previous = self.kv.get(ns, key)
+        self.kv.delete(ns, key)
+        try:
+            self._persist_kv()
+        except Exception as exc:
+            if previous is not None:
+                self.kv.put(ns, key, previous)
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"KV config not saved: {exc}") from None
+        log.info("KV delete %s/%s", ns, key)
+        return self._ok(cmd)
+
+    def get_kvlist_by_namespace(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        ns = str(cmd.ext_get("namespace"))
+        table = self.kv.namespace(ns)
+        if table is None:
+            raise RequestError(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {ns}")
+        return self._ok(cmd, body=encode_kv_table(table))
+
+    # --------------------------------------------------------------- brokers ----
+
+    def register_broker(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        cluster = _required(cmd, "clusterName")
+        broker_name = _required(cmd, "brokerName")
+        broker_addr = _required(cmd, "brokerAddr")
+        broker_id = _int_field(cmd, "brokerId")
+        ha_addr = _required(cmd, "haServerAddr")
+        crc = _int_field(cmd, "bodyCrc32", 0)
+        if crc != 0 and (zlib.crc32(cmd.body) & 0x7FFFFFFF) != crc:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, "crc32 not match", {})
+        timeout = cmd.ext_get("heartbeatTimeoutMillis")
+        if _flag(cmd, "compressed"):
+            body = decode_compressed(cmd.body)
+            filters: tuple[str, ...] | None = tuple(body.filter_server_list)
+        else:
+            body = RegisterBrokerBody.decode(cmd.body, cmd.version)
+            filters = tuple(body.filter_server_list) if cmd.body and cmd.version >= 37 else None
+        result = self.routes.register_broker(
+            cluster, broker_name, broker_addr, broker_id, ha_addr,
+            body.data_version, body.topic_configs, filters, conn,
+            timeout_ms=int(timeout) if timeout and timeout.isdigit() else self.config["brokerChannelExpiredTime"],
+        )
+        ext: dict[str, str] = {}
+        if result.master_addr is not None and result.ha_server_addr is not None:
+            ext["haServerAddr"] = result.ha_server_addr
+            ext["masterAddr"] = result.master_addr
+        reply = b""
+        if self.config["returnOrderTopicConfigToBroker"]:
+            order = self.kv.namespace(ORDER_TOPIC_CONFIG)
+            if order is not None:
+                reply = encode_kv_table(order)
+        return self._ok(cmd, ext=ext, body=reply)
+
+    def unregister_broker(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        self.routes.unregister_broker(
+            _required(cmd, "clusterName"), _required(cmd, "brokerName"),
+            _required(cmd, "brokerAddr"), _int_field(cmd, "brokerId"),
+        )
+        log.info("broker unregistered: %s %s id=%s", cmd.ext_get("brokerName"), cmd.ext_get("brokerAddr"),
+                 cmd.ext_get("brokerId"))
+        return self._ok(cmd)
+
+    def query_data_version(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        broker_addr = _required(cmd, "brokerAddr")
+        if not cmd.body:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, "QUERY_DATA_VERSION without a DataVersion body")
+        changed, stored = self.routes.query_data_version(broker_addr, DataVersion.decode(cmd.body))
+        return self._ok(
+            cmd, ext={"changed": "true" if changed else "false"}, body=b"" if stored is None else stored.encode()
+        )
+
+    def broker_heartbeat(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        self.routes.heartbeat(_required(cmd, "brokerAddr"))
+        return self._ok(cmd)
+
+    def get_broker_member_group(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        group = self.routes.broker_member_group(_required(cmd, "clusterName"), _required(cmd, "brokerName"))
+        return self._ok(cmd, body=b'{"brokerMemberGroup":' + group._json(False).encode() + b"}")
+
+    def wipe_write_perm(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        count = self.routes.wipe_write_perm(_required(cmd, "brokerName"))
+        log.info("wipe write perm of %s: %d topics", cmd.ext_get("brokerName"), count)
+        return self._ok(cmd, ext={"wipeTopicCount": str(count)})
+
+    def add_write_perm(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        count = self.routes.add_write_perm(_required(cmd, "brokerName"))
+        log.info("add write perm of %s: %d topics", cmd.ext_get("brokerName"), count)
+        return self._ok(cmd, ext={"addTopicCount": str(count)})
+
+    # ---------------------------------------------------------------- topics ----
+
+    def get_route(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        """The hot path: every client polls every topic every 30 s. Encoded bodies are
+        cached until the registry's generation moves."""
+        topic = cmd.ext_get("topic")
+        if topic is None:
+            topic = "null"  # 4.9.8 does not enforce the field; it looks up "null"
+        standard = cmd.version >= VERSION_V4_9_4 or _flag(cmd, "acceptStandardJsonOnly")
+        order_conf = self.kv.get(ORDER_TOPIC_CONFIG, topic) if self.config["orderMessageEnable"] else None
+        if self._route_cache_generation != self.routes.generation or len(self._route_cache) > ROUTE_CACHE_LIMIT:
+            self._route_cache.clear()
+            self._route_cache_generation = self.routes.generation
+        key = (topic, standard, order_conf)
+        body = self._route_cache.get(key)
+        if body is None:
+            route = self.routes.pickup_route(topic)
+            if route is None:
+                raise RequestError(
+                    ResponseCode.TOPIC_NOT_EXIST,
+                    f"No topic route info in name server for the topic: {topic}\nSee {FAQ_URL} for further details.",
+                )
+            if order_conf is not None:
+                route = TopicRouteData(route.queue_datas, route.broker_datas, route.filter_server_table, order_conf)
+            body = self._route_cache[key] = route.encode(standard=standard)
+        else:
+            self.route_cache_hits += 1
+        return self._ok(cmd, body=body)
+
+    def get_cluster_info(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        return self._ok(cmd, body=self.routes.cluster_info().encode())
+
+    def topic_list(self, build: Callable[[RemotingCommand], TopicList]) -> Handler:
+        def handler(cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+            return self._ok(cmd, body=build(cmd).encode())
+        return handler
+
+    def delete_topic(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        topic = _required(cmd, "topic")
+        cluster = cmd.ext_get("clusterName")
+        self.routes.delete_topic(topic, cluster)
+        log.info("topic deleted: %s%s", topic, f" in cluster {cluster}" if cluster else "")
+        return self._ok(cmd)
+
+    def register_topic(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        topic = _required(cmd, "topic")
+        if cmd.body:
+            route = TopicRouteData.decode(cmd.body)
+            self.routes.register_topic(topic, route.queue_datas)
+        return self._ok(cmd)
+
+    # ---------------------------------------------------------------- config ----
+
+    def update_config(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        if not cmd.body:
+            return self._ok(cmd)
+        try:
+            props = parse_properties(cmd.body.decode("utf-8"))
+        except (ConfigError, UnicodeDecodeError):
+            raise RequestError(ResponseCode.SYSTEM_ERROR, "string2Properties error") from None
+        blocked = sorted(set(props) & self.config.black_list())
+        if blocked:
+            log.warning("refused config update of black-listed %s", ", ".join(blocked))
+            raise RequestError(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+        changed, ignored = self.config.apply(props, strict=False, keep_unknown=False)
+        try:
+            self.persist_config(self.config.to_text())
+        except Exception as exc:
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"config applied but not saved: {exc}") from None
+        log.info("config updated: %s%s", ", ".join(changed) or "nothing changed",
+                 f" (ignored: {', '.join(ignored)})" if ignored else "")
+        return self._ok(cmd)
+
+    def get_config(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        return self._ok(cmd, body=self.config.to_text().encode("utf-8"))
+
+
+__all__ = ["Processor", "RequestError"]
