@@ -111,8 +111,25 @@ async def serve(config: NamesrvConfig, *, on_ready: Any = None) -> None:
     await server.stop()
 
 
+def raise_fd_limit() -> None:
+    """Lift the soft open-files limit to the hard one: each client and broker holds a
+    connection, and a 1024 default runs out in a mid-sized fleet."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else 1 << 16
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            log.warning("could not raise the open-files limit above %d", soft)
+
+
 def run(config: NamesrvConfig, *, on_ready: Any = None) -> None:
     """Entry point for the CLI: uvloop when installed, the default loop otherwise."""
+    raise_fd_limit()
     try:
         import uvloop
     except ImportError:

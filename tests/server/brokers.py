@@ -1,0 +1,39 @@
+"""Build broker requests for server tests."""
+
+from __future__ import annotations
+
+import zlib
+
+from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from nameserver.protocol.codes import RequestCode, SerializeType
+from nameserver.protocol.command import RemotingCommand, request
+from nameserver.protocol.compressed import encode_compressed
+
+
+def register(
+    name: str = "broker-a",
+    addr: str = "127.0.0.1:10911",
+    broker_id: int = 0,
+    topics: dict[str, int] | None = None,
+    counter: int = 1,
+    cluster: str = "DefaultCluster",
+    compressed: bool = False,
+    serialize_type: SerializeType = SerializeType.JSON,
+    extra_ext: dict[str, str] | None = None,
+) -> RemotingCommand:
+    """REGISTER_BROKER as a 4.9.8 broker sends it; ``topics`` maps topic -> queue count."""
+    body_obj = RegisterBrokerBody(
+        data_version=DataVersion(counter=counter, timestamp=1_700_000_000_000 + counter),
+        topic_configs={
+            t: TopicConfig(topic_name=t, read_queue_nums=n, write_queue_nums=n)
+            for t, n in (topics if topics is not None else {"order_topic": 4}).items()
+        },
+    )
+    body = encode_compressed(body_obj) if compressed else body_obj.encode()
+    host, port = addr.rsplit(":", 1)
+    ext = {
+        "brokerId": str(broker_id), "bodyCrc32": str(zlib.crc32(body) & 0x7FFFFFFF), "clusterName": cluster,
+        "brokerAddr": addr, "haServerAddr": f"{host}:{int(port) + 1}", "compressed": str(compressed).lower(),
+        "brokerName": name, **(extra_ext or {}),
+    }
+    return request(RequestCode.REGISTER_BROKER, ext, body, serialize_type=serialize_type)
