@@ -18,6 +18,7 @@ from .header import decode_binary_header, decode_json_header, encode_header
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 
 _U32 = struct.Struct(">I")
+_SERIALIZE_TYPES = {t.value: t for t in SerializeType}
 _PREFIX = struct.Struct(">Ii")
 
 
@@ -44,7 +45,7 @@ def encode(cmd: RemotingCommand) -> bytes:
     )
 
 
-def decode_payload(payload: bytes | memoryview) -> RemotingCommand:
+def decode_payload(payload: bytes) -> RemotingCommand:
     """Decode what follows the length field: type/header-length word, header, body."""
     size = len(payload)
     if size < 4:
@@ -54,7 +55,7 @@ def decode_payload(payload: bytes | memoryview) -> RemotingCommand:
     header_len = word & 0xFFFFFF
     if header_len > size - 4:
         raise RemoteProtocolError(f"header length {header_len} exceeds the frame ({size - 4} bytes left)")
-    header_bytes = bytes(payload[4:4 + header_len])
+    header_bytes = payload[4:4 + header_len]
     if stype == SerializeType.JSON:
         fields = decode_json_header(header_bytes)
     elif stype == SerializeType.ROCKETMQ:
@@ -62,7 +63,7 @@ def decode_payload(payload: bytes | memoryview) -> RemotingCommand:
     else:
         raise RemoteProtocolError(f"unknown serialization type {stype}")
     return RemotingCommand(
-        body=bytes(payload[4 + header_len:]), serialize_type=SerializeType(stype), **fields
+        body=bytes(payload[4 + header_len:]), serialize_type=_SERIALIZE_TYPES[stype], **fields
     )
 
 

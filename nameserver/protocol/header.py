@@ -19,6 +19,10 @@ _BIN_FIXED = struct.Struct(">hBhii")  # code, language, version, opaque, flag
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _COMPACT = (",", ":")
+# Most answers (routes, topic lists, cluster info) carry neither ext nor remark.
+_PLAIN_JSON_HEADER = (
+    '{{"code":{},"flag":{},"language":"JAVA","opaque":{},"serializeTypeCurrentRPC":"JSON","version":{}}}'
+)
 
 
 # --------------------------------------------------------------------- JSON ----
@@ -38,6 +42,8 @@ def encode_json_header(
 ) -> bytes:
     """Header JSON exactly as fastjson writes RemotingCommand: keys in alphabetical order,
     nulls omitted, no spaces. Hand-assembled because it runs once per response."""
+    if ext is None and remark is None and language == "JAVA":
+        return _PLAIN_JSON_HEADER.format(code, flag, opaque, version).encode()
     parts = ['{"code":', str(code)]
     if ext is not None:
         parts.append(',"extFields":')
@@ -51,6 +57,8 @@ def encode_json_header(
 
 def _as_int(obj: Mapping[str, Any], key: str) -> int:
     value = obj.get(key, 0)
+    if type(value) is int:
+        return value
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, (int, str)):
@@ -86,7 +94,9 @@ def decode_json_header(data: bytes) -> dict[str, Any]:
     if raw_ext is None:
         ext = None
     elif isinstance(raw_ext, dict):
-        ext = {str(k): _ext_value(v) for k, v in raw_ext.items() if v is not None}
+        ext = raw_ext
+        if not all(type(v) is str for v in raw_ext.values()):
+            ext = {str(k): _ext_value(v) for k, v in raw_ext.items() if v is not None}
     else:
         raise RemoteProtocolError("header field 'extFields' is not an object")
     remark = obj.get("remark")

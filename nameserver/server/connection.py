@@ -33,12 +33,14 @@ class Connection(asyncio.Protocol):
         return f"<Connection {self.peer}>"
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]  # uvloop's is no asyncio.Transport subclass
-        peer = transport.get_extra_info("peername")
+        # uvloop's transport is no asyncio.Transport subclass, so no isinstance check here.
+        tcp: asyncio.Transport = transport  # type: ignore[assignment]
+        self.transport = tcp
+        peer = tcp.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.server.connections.add(self)
         # Large pipelined bursts must not buffer unboundedly: pause reading instead.
-        transport.set_write_buffer_limits(high=4 * 1024 * 1024)
+        tcp.set_write_buffer_limits(high=4 * 1024 * 1024)
 
     def data_received(self, data: bytes) -> None:
         self.last_activity = time.monotonic()
