@@ -16,6 +16,9 @@ from .header import decode_binary_header, decode_json_header, encode_header
 
 #: Java's com.rocketmq.remoting.frameMaxLength; it counts the 4-byte length field too.
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
+#: No client sends headers near this (a registration header is ~300 bytes); the bound
+#: keeps a peer from making us parse megabytes of ext map.
+DEFAULT_MAX_HEADER = 256 * 1024
 
 _U32 = struct.Struct(">I")
 _SERIALIZE_TYPES = {t.value: t for t in SerializeType}
@@ -88,15 +91,21 @@ class FrameDecoder:
     After a RemoteProtocolError the stream is out of sync; the caller must close it.
     """
 
-    __slots__ = ("_buf", "_max_frame")
+    __slots__ = ("_buf", "_max_frame", "_max_header")
 
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, max_header: int = 0xFFFFFF) -> None:
         self._buf = bytearray()
         self._max_frame = max_frame
+        self._max_header = max_header
 
     @property
     def buffered(self) -> int:
         return len(self._buf)
+
+    @property
+    def in_frame(self) -> bool:
+        """True while part of a frame is buffered: the peer owes us the rest."""
+        return bool(self._buf)
 
     def feed(self, data: bytes) -> None:
         self._buf += data
@@ -111,6 +120,10 @@ class FrameDecoder:
             raise RemoteProtocolError(f"frame length {length} exceeds the limit of {self._max_frame} bytes")
         if length < 4:
             raise RemoteProtocolError(f"frame length {length} is shorter than the header-length word")
+        if len(buf) >= 8 and (buf[5] << 16 | buf[6] << 8 | buf[7]) > self._max_header:
+            raise RemoteProtocolError(
+                f"header length {buf[5] << 16 | buf[6] << 8 | buf[7]} exceeds the limit of {self._max_header} bytes"
+            )
         end = 4 + length
         if len(buf) < end:
             return NEED_DATA

@@ -45,6 +45,11 @@ def _items() -> tuple[ConfigItem, ...]:
         ConfigItem("scanNotActiveBrokerInterval", int, 5000, "ms between scans for expired brokers"),
         # Ours, named after Java's BROKER_CHANNEL_EXPIRED_TIME constant.
         ConfigItem("brokerChannelExpiredTime", int, 120_000, "ms without registration before a broker is dropped"),
+        # Ours: limits that Java sets through system properties or not at all.
+        ConfigItem("frameMaxLength", int, 16 * 1024 * 1024, "largest frame accepted (com.rocketmq.remoting.frameMaxLength)"),
+        ConfigItem("headerMaxLength", int, 256 * 1024, "largest command header accepted"),
+        ConfigItem("frameReadTimeoutSeconds", int, 30, "close a connection that leaves a frame incomplete this long"),
+        ConfigItem("maxConnections", int, 10_000, "connections beyond this are closed at once (0 = no limit)"),
         # NettyServerConfig
         ConfigItem("listenPort", int, 9876),
         ConfigItem("bindAddress", str, "0.0.0.0"),

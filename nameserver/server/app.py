@@ -10,7 +10,6 @@ import socket
 import time
 from typing import Any
 
-from ..protocol.frame import DEFAULT_MAX_FRAME
 from ..registry.config import NamesrvConfig
 from ..registry.routes import RouteTable
 from ..storage import atomic_write, load_kv
@@ -23,9 +22,10 @@ BANNER = "The Name Server boot success. serializeType=JSON, address {host}:{port
 
 
 class NameServer:
-    def __init__(self, config: NamesrvConfig, *, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, config: NamesrvConfig) -> None:
         self.config = config
-        self.max_frame = max_frame
+        self.max_frame = config["frameMaxLength"]
+        self.max_header = config["headerMaxLength"]
         self.kv = load_kv(config["kvConfigPath"])  # a corrupt file stops the start, by design
         self.routes = RouteTable(default_timeout_ms=config["brokerChannelExpiredTime"])
         self.processor = Processor(
@@ -67,11 +67,16 @@ class NameServer:
                         removal.broker_name or "?", self.config["brokerChannelExpiredTime"])
             if isinstance(removal.conn, Connection):
                 removal.conn.close()
+        now = time.monotonic()
         idle = self.config["serverChannelMaxIdleTimeSeconds"]
-        if idle > 0:
-            limit = time.monotonic() - idle
-            for conn in [c for c in self.connections if c.last_activity < limit]:
+        slow = self.config["frameReadTimeoutSeconds"]
+        for conn in list(self.connections):
+            if idle > 0 and conn.last_activity < now - idle:
                 log.info("closing idle connection from %s (idle > %d s)", conn.peer, idle)
+                conn.close()
+            elif slow > 0 and conn.decoder.in_frame and conn.frame_started < now - slow:
+                log.warning("closing connection from %s: frame incomplete for more than %d s (%d bytes buffered)",
+                            conn.peer, slow, conn.decoder.buffered)
                 conn.close()
 
     def connection_closed(self, conn: Connection) -> None:

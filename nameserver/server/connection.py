@@ -23,10 +23,12 @@ class Connection(asyncio.Protocol):
 
     def __init__(self, server: "NameServer") -> None:
         self.server = server
-        self.decoder = FrameDecoder(max_frame=server.max_frame)
+        self.decoder = FrameDecoder(max_frame=server.max_frame, max_header=server.max_header)
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.last_activity = time.monotonic()
+        #: when the frame now partly buffered began to arrive (see data_received)
+        self.frame_started = self.last_activity
         self.closing = False
 
     def __repr__(self) -> str:
@@ -38,12 +40,19 @@ class Connection(asyncio.Protocol):
         self.transport = tcp
         peer = tcp.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        limit = self.server.config["maxConnections"]
+        if limit and len(self.server.connections) >= limit:
+            log.warning("refusing connection from %s: %d connections open (maxConnections)",
+                        self.peer, len(self.server.connections))
+            self.close()
+            return
         self.server.connections.add(self)
         # Large pipelined bursts must not buffer unboundedly: pause reading instead.
         tcp.set_write_buffer_limits(high=4 * 1024 * 1024)
 
     def data_received(self, data: bytes) -> None:
         self.last_activity = time.monotonic()
+        continuing = self.decoder.in_frame
         self.decoder.feed(data)
         transport = self.transport
         assert transport is not None
@@ -57,7 +66,10 @@ class Connection(asyncio.Protocol):
                 self.close()
                 return
             if cmd is NEED_DATA:
+                if not continuing:  # a new partial frame started in this chunk
+                    self.frame_started = self.last_activity
                 return
+            continuing = False
             response = processor.handle(cmd, self)  # type: ignore[arg-type]
             if response is not None:
                 try:
