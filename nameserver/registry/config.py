@@ -7,6 +7,7 @@ Items keep Java's names so an existing ``namesrv.properties`` works unchanged an
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -69,20 +70,23 @@ def _items() -> tuple[ConfigItem, ...]:
     )
 
 
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
 #: Keys no remote update may change, whatever configBlackList says (spec 4.11).
 FIXED_BLACK_LIST = frozenset({"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"})
 
 
 def _parse(item: ConfigItem, raw: str) -> Any:
     if item.kind is bool:
-        # Boolean.parseBoolean: anything but "true" is false, never an error.
+        # Boolean.parseBoolean: anything but "true" is false, never an error. Unlike Java we
+        # ignore surrounding blanks: "true " silently meaning false helps nobody.
         return raw.strip().lower() == "true"
     if item.kind is int:
-        # Integer.parseInt refuses blanks, so "9876 " does not parse in Java either.
-        try:
-            return int(raw, 10)
-        except ValueError:
-            raise ConfigError(f"{item.name}: {raw!r} is not a whole number") from None
+        # Integer.parseInt: optional sign and digits only, so "9876 " and "9_876" (which
+        # Python's int() would take) are refused, as in Java.
+        if not _JAVA_INT.fullmatch(raw):
+            raise ConfigError(f"{item.name}: {raw!r} is not a whole number")
+        return int(raw)
     return raw.strip()
 
 

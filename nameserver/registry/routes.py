@@ -387,14 +387,21 @@ class RouteTable:
         return self._rewrite_perm(broker_name, wipe=False)
 
     def register_topic(self, topic: str, queue_datas: Sequence[QueueData]) -> None:
-        """REGISTER_TOPIC_IN_NAMESRV (5.x): add or replace QueueData per brokerName,
-        stopping at the first broker this server does not know, as 5.x does."""
+        """REGISTER_TOPIC_IN_NAMESRV (5.x): add or replace QueueData per brokerName. As in
+        5.x, an existing topic keeps what was applied before the first unknown broker,
+        and a new topic is created only when every broker is known."""
+        existing = self.topic_queue_table.get(topic)
+        queues = existing if existing is not None else {}
         for qd in queue_datas:
             if qd.broker_name not in self.broker_addr_table:
-                return
-            queues = self.topic_queue_table.setdefault(topic, {})
+                break
             if queues.get(qd.broker_name) != qd:
                 queues[qd.broker_name] = qd
+                if existing is not None:
+                    self._changed()
+        else:
+            if existing is None and queues:
+                self.topic_queue_table[topic] = queues
                 self._changed()
 
     def broker_member_group(self, cluster: str, broker_name: str) -> BrokerData:

@@ -54,6 +54,13 @@ def _int_field(cmd: RemotingCommand, key: str, default: int | None = None) -> in
         raise RequestError(ResponseCode.SYSTEM_ERROR, f"the custom field <{key}> is not a number: {value!r}") from None
 
 
+def _lookup_key(cmd: RemotingCommand, key: str) -> str:
+    """A read's key as 4.9.8 sees it: it does not enforce required fields (golden 44/45),
+    so an absent one is looked up, and reported, as Java's ``null``."""
+    value = cmd.ext_get(key)
+    return "null" if value is None else value
+
+
 def _flag(cmd: RemotingCommand, key: str) -> bool:
     return (cmd.ext_get(key) or "").lower() == "true"
 
@@ -175,7 +182,7 @@ class Processor:
         return self._ok(cmd)
 
     def get_kv_config(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
-        ns, key = str(cmd.ext_get("namespace")), str(cmd.ext_get("key"))
+        ns, key = _lookup_key(cmd, "namespace"), _lookup_key(cmd, "key")
         value = self.kv.get(ns, key)
         if value is None:
             raise RequestError(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {ns} Key: {key}", {})
@@ -195,7 +202,7 @@ class Processor:
         return self._ok(cmd)
 
     def get_kvlist_by_namespace(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
-        ns = str(cmd.ext_get("namespace"))
+        ns = _lookup_key(cmd, "namespace")
         table = self.kv.namespace(ns)
         if table is None:
             raise RequestError(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {ns}")
@@ -276,9 +283,7 @@ class Processor:
     def get_route(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
         """The hot path: every client polls every topic every 30 s. Encoded bodies are
         cached until the registry's generation moves."""
-        topic = cmd.ext_get("topic")
-        if topic is None:
-            topic = "null"  # 4.9.8 does not enforce the field; it looks up "null"
+        topic = _lookup_key(cmd, "topic")
         standard = cmd.version >= VERSION_V4_9_4 or _flag(cmd, "acceptStandardJsonOnly")
         order_conf = self.kv.get(ORDER_TOPIC_CONFIG, topic) if self.config["orderMessageEnable"] else None
         if self._route_cache_generation != self.routes.generation or len(self._route_cache) > ROUTE_CACHE_LIMIT:

@@ -38,7 +38,8 @@ ALLOWED = {
 }
 MACHINE_DEPENDENT_CONFIG = {"kvConfigPath", "configStorePath", "listenPort", "rocketmqHome"}
 EXTRA_CONFIG_ITEMS = {"bindAddress", "scanNotActiveBrokerInterval", "brokerChannelExpiredTime",
-                      "returnOrderTopicConfigToBroker"}
+                      "returnOrderTopicConfigToBroker", "frameMaxLength", "headerMaxLength",
+                      "frameReadTimeoutSeconds", "maxConnections"}
 
 
 def canonical(value: Any) -> Any:
