@@ -60,12 +60,17 @@ def start(
     port: Annotated[Optional[int], typer.Option("--port", help="Listen port (default 9876; 0 picks a free one).")] = None,
     listen: Annotated[Optional[str], typer.Option("--listen", help="Address to bind (default 0.0.0.0).")] = None,
     kv_config: Annotated[Optional[Path], typer.Option("--kv-config", help="KV config file (kvConfigPath).")] = None,
+    metrics_port: Annotated[
+        Optional[int], typer.Option("--metrics-port", help="Serve Prometheus metrics on /metrics (0 picks a port).")
+    ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
 ) -> None:
     """Start a name server. Prints one boot line with the real address once listening,
     then logs on stderr; SIGINT/SIGTERM stop it cleanly (KV table saved, exit 0)."""
     try:
         config = build_config(config_file, port, listen, kv_config)
+        if metrics_port is not None:
+            config.set("metricsPort", metrics_port)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
     if print_config:

@@ -51,6 +51,7 @@ def _items() -> tuple[ConfigItem, ...]:
         ConfigItem("headerMaxLength", int, 256 * 1024, "largest command header accepted"),
         ConfigItem("frameReadTimeoutSeconds", int, 30, "close a connection that leaves a frame incomplete this long"),
         ConfigItem("maxConnections", int, 10_000, "connections beyond this are closed at once (0 = no limit)"),
+        ConfigItem("metricsPort", int, -1, "serve Prometheus /metrics on this port (-1 = off, 0 = pick one)"),
         # NettyServerConfig
         ConfigItem("listenPort", int, 9876),
         ConfigItem("bindAddress", str, "0.0.0.0"),

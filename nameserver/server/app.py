@@ -15,6 +15,7 @@ from ..registry.routes import RouteTable
 from ..storage import atomic_write, load_kv
 from .connection import Connection
 from .dispatch import Processor
+from .metrics import Metrics
 
 log = logging.getLogger("nameserver")
 
@@ -38,6 +39,8 @@ class NameServer:
         self._tasks: list[asyncio.Task[Any]] = []
         self.port = 0
         self.host = ""
+        self.metrics: Metrics | None = None
+        self.metrics_port: int | None = None
 
     async def start(self) -> None:
         """Bind and listen. Raises OSError (port in use, bad address) for the CLI to report."""
@@ -51,6 +54,10 @@ class NameServer:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.host, self.port = host, sock.getsockname()[1]
         self._tasks.append(asyncio.create_task(self._scan_loop(), name="scan-not-active"))
+        if self.config["metricsPort"] >= 0:
+            self.metrics = Metrics(self)
+            self.metrics_port = self.metrics.serve(host, self.config["metricsPort"])
+            log.info("metrics on http://%s:%d/metrics", host, self.metrics_port)
 
     async def _scan_loop(self) -> None:
         interval = max(self.config["scanNotActiveBrokerInterval"], 10) / 1000
@@ -63,6 +70,7 @@ class NameServer:
 
     def scan_once(self) -> None:
         for removal in self.routes.scan_not_active():
+            self._removed("expired")
             log.warning("broker expired: %s (%s), no registration for %d ms", removal.broker_addr,
                         removal.broker_name or "?", self.config["brokerChannelExpiredTime"])
             if isinstance(removal.conn, Connection):
@@ -79,9 +87,14 @@ class NameServer:
                             conn.peer, slow, conn.decoder.buffered)
                 conn.close()
 
+    def _removed(self, reason: str) -> None:
+        if self.metrics is not None:
+            self.metrics.removals.labels(reason).inc()
+
     def connection_closed(self, conn: Connection) -> None:
         self.connections.discard(conn)
         for removal in self.routes.connection_closed(conn):
+            self._removed("connection_closed")
             log.warning("broker removed: %s (%s), its connection from %s closed",
                         removal.broker_addr, removal.broker_name or "?", conn.peer)
 

@@ -8,7 +8,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from ..protocol.codes import code_name
+from ..protocol.codes import RequestCode, code_name
 from ..protocol.errors import ProtocolError
 from ..protocol.frame import NEED_DATA, FrameDecoder, encode
 
@@ -70,7 +70,15 @@ class Connection(asyncio.Protocol):
                     self.frame_started = self.last_activity
                 return
             continuing = False
-            response = processor.handle(cmd, self)  # type: ignore[arg-type]
+            metrics = self.server.metrics
+            if metrics is None:
+                response = processor.handle(cmd, self)  # type: ignore[arg-type]
+            else:
+                started = time.perf_counter()
+                response = processor.handle(cmd, self)  # type: ignore[arg-type]
+                if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:  # type: ignore[union-attr]
+                    metrics.route_latency.observe(time.perf_counter() - started)
+                metrics.observe(cmd.code, None if response is None else response.code)  # type: ignore[union-attr]
             if response is not None:
                 try:
                     transport.write(encode(response))

@@ -39,7 +39,7 @@ ALLOWED = {
 MACHINE_DEPENDENT_CONFIG = {"kvConfigPath", "configStorePath", "listenPort", "rocketmqHome"}
 EXTRA_CONFIG_ITEMS = {"bindAddress", "scanNotActiveBrokerInterval", "brokerChannelExpiredTime",
                       "returnOrderTopicConfigToBroker", "frameMaxLength", "headerMaxLength",
-                      "frameReadTimeoutSeconds", "maxConnections"}
+                      "frameReadTimeoutSeconds", "maxConnections", "metricsPort"}
 
 
 def canonical(value: Any) -> Any:
