@@ -78,7 +78,8 @@ def decode_compressed(data: bytes) -> RegisterBrokerBody:
                 topic_name=name, read_queue_nums=int(read), write_queue_nums=int(write),
                 perm=int(perm), topic_filter_type=filter_type,
             )
-        filters = json.loads(take_bytes("filter servers")) if pos < len(raw) else []
+        # 4.9.8 always reads this part; a body that ends before it is refused there too.
+        filters = json.loads(take_bytes("filter servers"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise BodyDecodeError(f"compressed body: {exc}") from None
     if not isinstance(filters, list):

@@ -54,17 +54,30 @@ _FASTJSON_EXTRA_ESCAPES = re.compile("[\u007f-\u009f\u2028\u2029]")
 
 
 def _escape_extra(m: re.Match[str]) -> str:
-    return f"\\u{ord(m.group(0)):04x}"
+    return f"\\u{ord(m.group(0)):04X}"
+
+
+# Python writes \\u escapes in lower-case hex, fastjson in upper case. An escaped
+# backslash is matched first so that the text "\\\\u00e9" is left alone.
+_LOWER_HEX_ESCAPE = re.compile(r"\\\\|\\u[0-9a-f]{4}")
+
+
+def _upper_escape(m: re.Match[str]) -> str:
+    text = m.group(0)
+    return text if text == "\\\\" else "\\u" + text[2:].upper()
 
 
 def dumps_str(value: str, *, standard: bool = False) -> str:
     """A JSON string literal as fastjson writes it in the chosen mode."""
     if standard:
         # Browser-compatible mode: every char >= U+007F as \\uXXXX, and '/' as '\\/'.
-        return json.dumps(value, ensure_ascii=True).replace("/", "\\/")
-    out = json.dumps(value, ensure_ascii=False)
-    if _FASTJSON_EXTRA_ESCAPES.search(out):
-        out = _FASTJSON_EXTRA_ESCAPES.sub(_escape_extra, out)
+        out = json.dumps(value, ensure_ascii=True).replace("/", "\\/")
+    else:
+        out = json.dumps(value, ensure_ascii=False)
+        if _FASTJSON_EXTRA_ESCAPES.search(out):
+            out = _FASTJSON_EXTRA_ESCAPES.sub(_escape_extra, out)
+    if "\\u" in out:
+        out = _LOWER_HEX_ESCAPE.sub(_upper_escape, out)
     return out
 
 
@@ -90,6 +103,9 @@ def dumps_str_map(mapping: dict[str, Any], value_writer: Any, *, sort: bool) -> 
 
 def dumps_plain(obj: Any) -> str:
     """Compact JSON for simple values (lists of strings, string maps) in default mode."""
-    return _FASTJSON_EXTRA_ESCAPES.sub(
-        _escape_extra, json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    )
+    out = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    if _FASTJSON_EXTRA_ESCAPES.search(out):
+        out = _FASTJSON_EXTRA_ESCAPES.sub(_escape_extra, out)
+    if "\\u" in out:
+        out = _LOWER_HEX_ESCAPE.sub(_upper_escape, out)
+    return out

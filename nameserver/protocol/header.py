@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from .codes import LANGUAGE_CODES, LANGUAGE_NAMES, SerializeType
 from .errors import LocalProtocolError, RemoteProtocolError
-from .fastjson import lenient_loads
+from .fastjson import dumps_str, lenient_loads
 
 _BIN_FIXED = struct.Struct(">hBhii")  # code, language, version, opaque, flag
 _I32 = struct.Struct(">i")
@@ -27,8 +27,8 @@ _PLAIN_JSON_HEADER = (
 
 # --------------------------------------------------------------------- JSON ----
 
-def _json_str(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)
+def _json_map(mapping: Mapping[str, str]) -> str:
+    return "{" + ",".join(f"{dumps_str(k)}:{dumps_str(str(v))}" for k, v in mapping.items()) + "}"
 
 
 def encode_json_header(
@@ -47,10 +47,10 @@ def encode_json_header(
     parts = ['{"code":', str(code)]
     if ext is not None:
         parts.append(',"extFields":')
-        parts.append(json.dumps(ext, ensure_ascii=False, separators=_COMPACT) if ext else "{}")
-    parts += [',"flag":', str(flag), ',"language":', _json_str(language), ',"opaque":', str(opaque)]
+        parts.append(_json_map(ext))
+    parts += [',"flag":', str(flag), ',"language":', dumps_str(language), ',"opaque":', str(opaque)]
     if remark is not None:
-        parts += [',"remark":', _json_str(remark)]
+        parts += [',"remark":', dumps_str(remark)]
     parts += [',"serializeTypeCurrentRPC":"JSON","version":', str(version), "}"]
     return "".join(parts).encode("utf-8")
 
