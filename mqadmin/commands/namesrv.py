@@ -63,6 +63,9 @@ def start(
     metrics_port: Annotated[
         Optional[int], typer.Option("--metrics-port", help="Serve Prometheus metrics on /metrics (0 picks a port).")
     ] = None,
+    route_snapshot: Annotated[
+        Optional[Path], typer.Option("--route-snapshot", help="Warm restart: keep routes in this file and serve them at start.")
+    ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
 ) -> None:
     """Start a name server. Prints one boot line with the real address once listening,
@@ -71,6 +74,8 @@ def start(
         config = build_config(config_file, port, listen, kv_config)
         if metrics_port is not None:
             config.set("metricsPort", metrics_port)
+        if route_snapshot is not None:
+            config.set("routeSnapshotPath", str(route_snapshot))
     except ConfigError as exc:
         raise _fail(str(exc)) from None
     if print_config:

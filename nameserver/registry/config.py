@@ -51,6 +51,8 @@ def _items() -> tuple[ConfigItem, ...]:
         ConfigItem("headerMaxLength", int, 256 * 1024, "largest command header accepted"),
         ConfigItem("frameReadTimeoutSeconds", int, 30, "close a connection that leaves a frame incomplete this long"),
         ConfigItem("maxConnections", int, 10_000, "connections beyond this are closed at once (0 = no limit)"),
+        ConfigItem("routeSnapshotPath", str, "", "warm-restart route snapshot file (empty = off)"),
+        ConfigItem("routeSnapshotInterval", int, 10_000, "ms between route snapshot writes, when routes changed"),
         ConfigItem("metricsPort", int, -1, "serve Prometheus /metrics on this port (-1 = off, 0 = pick one)"),
         # NettyServerConfig
         ConfigItem("listenPort", int, 9876),

@@ -8,7 +8,7 @@ the 4.9.8 RouteInfoManager (spec 4.4-4.12, 6), with the deviations noted inline.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable, Mapping, Sequence
+from typing import Any, Hashable, Iterable, Mapping, Sequence
 
 from ..protocol.bodies import BrokerData, ClusterInfo, DataVersion, QueueData, TopicConfig, TopicRouteData
 from ..protocol.javahash import hashmap_order
@@ -403,6 +403,45 @@ class RouteTable:
             if existing is None and queues:
                 self.topic_queue_table[topic] = queues
                 self._changed()
+
+    # ----------------------------------------------------------- snapshot ----
+
+    def export_state(self) -> dict[str, Any]:
+        """The route tables as plain data (for msgpack), without connections or times:
+        a restored entry counts as registered at import time."""
+        return {
+            "topics": {t: [[q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm, q.topic_sys_flag]
+                           for q in queues.values()] for t, queues in self.topic_queue_table.items()},
+            "brokers": {n: [g.cluster, [[bid, addr] for bid, addr in g.addrs.items()]]
+                        for n, g in self.broker_addr_table.items()},
+            "clusters": {c: sorted(members) for c, members in self.cluster_addr_table.items()},
+            "live": {addr: [live.data_version.counter, live.data_version.timestamp, live.data_version.state_version,
+                            live.ha_server_addr, live.timeout_ms] for addr, live in self.broker_live_table.items()},
+            "filters": {addr: list(fs) for addr, fs in self.filter_server_table.items()},
+        }
+
+    def import_state(self, state: Mapping[str, Any]) -> None:
+        """Replace the tables with an exported state; every broker is live as of now and
+        expires like any other unless it registers again (on a new connection)."""
+        now = self._clock()
+        self.topic_queue_table = {
+            str(t): {str(q[0]): self._queue_data(str(q[0]), TopicConfig(str(t), int(q[1]), int(q[2]), int(q[3]),
+                                                                         topic_sys_flag=int(q[4]))) for q in queues}
+            for t, queues in state["topics"].items()
+        }
+        self.broker_addr_table = {
+            str(n): _Group(str(g[0]), str(n), {int(bid): str(addr) for bid, addr in g[1]})
+            for n, g in state["brokers"].items()
+        }
+        self.cluster_addr_table = {str(c): {str(m) for m in members} for c, members in state["clusters"].items()}
+        self.broker_live_table = {
+            str(addr): BrokerLive(now, DataVersion(int(v[0]), int(v[1]), None if v[2] is None else int(v[2])),
+                                  None, str(v[3]), int(v[4]))
+            for addr, v in state["live"].items()
+        }
+        self.filter_server_table = {str(a): [str(x) for x in fs] for a, fs in state["filters"].items()}
+        self._conn_addrs = {}
+        self._changed()
 
     def broker_member_group(self, cluster: str, broker_name: str) -> BrokerData:
         group = self.broker_addr_table.get(broker_name)

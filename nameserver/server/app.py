@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import socket
 import time
 from typing import Any
 
+from .. import snapshot
+from ..registry.clock import system_clock
 from ..registry.config import NamesrvConfig
 from ..registry.routes import RouteTable
-from ..storage import atomic_write, load_kv
+from ..storage import StorageError, atomic_write, load_kv
 from .connection import Connection
 from .dispatch import Processor
 from .metrics import Metrics
@@ -41,6 +44,60 @@ class NameServer:
         self.host = ""
         self.metrics: Metrics | None = None
         self.metrics_port: int | None = None
+        self._snapshot_generation = -1
+        if config["routeSnapshotPath"]:
+            self._restore_snapshot(config["routeSnapshotPath"])
+
+    def _set_aside(self, path: str, reason: str) -> None:
+        # A snapshot is a cache, not data: start empty, but keep the file for a look.
+        log.warning("%s; starting with empty routes (file kept as %s.corrupt)", reason, path)
+        try:
+            os.replace(path, path + ".corrupt")
+        except OSError as exc:
+            log.warning("could not rename %s: %s", path, exc.strerror)
+
+    def _restore_snapshot(self, path: str) -> None:
+        try:
+            found = snapshot.read(path)
+        except StorageError as exc:
+            self._set_aside(path, str(exc))
+            return
+        if found is None:
+            log.info("no route snapshot at %s yet; starting with empty routes", path)
+            return
+        written_ms, state = found
+        age = system_clock() - written_ms
+        if age > self.config["brokerChannelExpiredTime"]:
+            log.info("route snapshot %s is %d s old, older than broker expiry; starting with empty routes",
+                     path, age // 1000)
+            return
+        try:
+            self.routes.import_state(state)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            self.routes = RouteTable(default_timeout_ms=self.config["brokerChannelExpiredTime"])
+            self.processor.routes = self.routes
+            self._set_aside(path, f"route snapshot {path} has malformed tables ({type(exc).__name__}: {exc})")
+            return
+        self._snapshot_generation = self.routes.generation
+        log.info("warm restart: %d topics, %d brokers from route snapshot %s (%d s old)",
+                 len(self.routes.topic_queue_table), len(self.routes.broker_live_table), path, age // 1000)
+
+    def write_snapshot(self) -> None:
+        path = self.config["routeSnapshotPath"]
+        if not path or self.routes.generation == self._snapshot_generation:
+            return
+        generation = self.routes.generation
+        snapshot.write(path, self.routes.export_state(), system_clock())
+        self._snapshot_generation = generation
+
+    async def _snapshot_loop(self) -> None:
+        interval = max(self.config["routeSnapshotInterval"], 10) / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.write_snapshot()
+            except Exception as exc:
+                log.error("route snapshot not written: %s", exc)
 
     async def start(self) -> None:
         """Bind and listen. Raises OSError (port in use, bad address) for the CLI to report."""
@@ -54,6 +111,8 @@ class NameServer:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.host, self.port = host, sock.getsockname()[1]
         self._tasks.append(asyncio.create_task(self._scan_loop(), name="scan-not-active"))
+        if self.config["routeSnapshotPath"]:
+            self._tasks.append(asyncio.create_task(self._snapshot_loop(), name="route-snapshot"))
         if self.config["metricsPort"] >= 0:
             self.metrics = Metrics(self)
             self.metrics_port = self.metrics.serve(host, self.config["metricsPort"])
@@ -111,6 +170,10 @@ class NameServer:
             atomic_write(self.config["kvConfigPath"], self.kv.dumps())
         except Exception as exc:
             log.error("KV config not saved at shutdown: %s", exc)
+        try:
+            self.write_snapshot()
+        except Exception as exc:
+            log.error("route snapshot not written at shutdown: %s", exc)
         log.info("name server stopped")
 
 

@@ -39,7 +39,8 @@ ALLOWED = {
 MACHINE_DEPENDENT_CONFIG = {"kvConfigPath", "configStorePath", "listenPort", "rocketmqHome"}
 EXTRA_CONFIG_ITEMS = {"bindAddress", "scanNotActiveBrokerInterval", "brokerChannelExpiredTime",
                       "returnOrderTopicConfigToBroker", "frameMaxLength", "headerMaxLength",
-                      "frameReadTimeoutSeconds", "maxConnections", "metricsPort"}
+                      "frameReadTimeoutSeconds", "maxConnections", "metricsPort",
+                      "routeSnapshotPath", "routeSnapshotInterval"}
 
 
 def canonical(value: Any) -> Any:
