@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .commands import namesrv
+from .commands import cluster, config, kv, namesrv, perm, topic
 from .exit import EXIT_CODES_HELP
 
 app = typer.Typer(
@@ -15,6 +15,24 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(namesrv.app, name="namesrv")
+
+# Admin commands, top-level with Java mqadmin's names; -h works as in Java.
+ADMIN_COMMANDS = {
+    "clusterList": cluster.cluster_list,
+    "topicRoute": topic.topic_route,
+    "topicList": topic.topic_list,
+    "getKvConfig": kv.get_kv_config,
+    "getNamesrvConfig": config.get_namesrv_config,
+    "wipeWritePerm": perm.wipe_write_perm,
+    "addWritePerm": perm.add_write_perm,
+    "updateKvConfig": kv.update_kv_config,
+    "deleteKvConfig": kv.delete_kv_config,
+    "updateNamesrvConfig": config.update_namesrv_config,
+    "updateOrderConf": kv.update_order_conf,
+    "deleteTopic": topic.delete_topic,
+}
+for _name, _command in ADMIN_COMMANDS.items():
+    app.command(_name, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)(_command)
 
 
 def main() -> None:

@@ -1,0 +1,53 @@
+"""``clusterList``: brokers per cluster, with runtime figures asked from the brokers."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from nameserver.protocol.codes import RequestCode as R
+
+from .. import views
+from ..client import BrokerConnection, NamesrvConnection
+from ..core import Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, run
+from ..errors import NotFound
+from ..result import PROBE, READ, Result, Step
+
+#: seconds; brokers are asked for runtime figures only as a courtesy, a dead one must not stall the table
+BROKER_PROBE_TIMEOUT = 1.0
+
+
+def cluster_list(
+    cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="Only this cluster.",
+                                                   show_default=False)] = None,
+    interval: Annotated[Optional[float], typer.Option(
+        "-i", "--interval", min=0, show_default=False, help="Repeat every SECONDS until interrupted.")] = None,
+    count: Annotated[Optional[int], typer.Option(
+        "--count", min=1, show_default=False, help="With -i: stop after this many rounds.")] = None,
+    namesrv: NamesrvOpt = None, output: OutputOpt = None, timeout: TimeoutOpt = None,
+    profile: ProfileOpt = None, traceback: TracebackOpt = False,
+) -> None:
+    """Brokers of every cluster as each name server sees them (Java's columns).
+
+    Runtime columns come from each broker (GET_BROKER_RUNTIME_INFO, 1 s at most) and show
+    '-' for brokers that do not answer; that is not an error.
+    """
+    cluster = cluster.strip() if cluster else None
+
+    async def fetch(conn: NamesrvConnection) -> dict[str, Any]:
+        info = await conn.get_cluster_info()
+        if cluster is not None and cluster not in info.cluster_addr_table:
+            raise NotFound(conn.addr, R.GET_BROKER_CLUSTER_INFO, f"no cluster {cluster!r}")
+        return views.cluster_data(info, cluster)
+
+    async def build(ctx: Context) -> Result:
+        read = Step.from_answers(R.GET_BROKER_CLUSTER_INFO, READ, await ctx.ask(fetch, R.GET_BROKER_CLUSTER_INFO),
+                                 view=views.CLUSTER)
+        brokers = sorted({a for o in read.outcomes if o.ok for a in views.cluster_addrs(o.data)})
+        runtime = await ctx.ask(lambda c: c.get_runtime_info(), R.GET_BROKER_RUNTIME_INFO, addrs=brokers,
+                                connection=BrokerConnection, timeout=min(ctx.timeout, BROKER_PROBE_TIMEOUT))
+        probe = Step.from_answers(R.GET_BROKER_RUNTIME_INFO, PROBE, runtime, target="broker")
+        return Result("clusterList", {"cluster": cluster}, [read, probe])
+
+    run(Common(namesrv, output, timeout, profile, traceback), build, interval=interval, count=count)

@@ -1,0 +1,100 @@
+"""``topicRoute``, ``topicList`` and ``deleteTopic``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+import typer
+
+from nameserver.protocol.codes import RequestCode as R
+
+from .. import views
+from ..client import BrokerConnection, NamesrvConnection
+from ..core import (Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, read_command,
+                    required, run)
+from ..errors import NotFound
+from ..result import LOOKUP, WRITE, Result, Step
+
+TopicOpt = Annotated[str, typer.Option("-t", "--topic", help="Topic name.", show_default=False)]
+
+
+def topic_route(
+    topic: TopicOpt,
+    namesrv: NamesrvOpt = None, output: OutputOpt = None, timeout: TimeoutOpt = None,
+    profile: ProfileOpt = None, traceback: TracebackOpt = False,
+) -> None:
+    """Route of a topic (brokers, addresses, queues, perm) as every name server sees it."""
+    topic = required(topic, "-t")
+    read_command(
+        Common(namesrv, output, timeout, profile, traceback), "topicRoute", {"topic": topic},
+        R.GET_ROUTEINFO_BY_TOPIC, lambda c: c.get_route(topic), views.ROUTE,
+        to_data=views.route_data, detail=f"for topic {topic!r}",
+    )
+
+
+def topic_list(
+    cluster_model: Annotated[bool, typer.Option(
+        "-c", "--clusterModel", help="Topics per cluster (GET_TOPICS_BY_CLUSTER); no consumer groups.")] = False,
+    namesrv: NamesrvOpt = None, output: OutputOpt = None, timeout: TimeoutOpt = None,
+    profile: ProfileOpt = None, traceback: TracebackOpt = False,
+) -> None:
+    """Every topic each name server has a route for (system topics included)."""
+
+    async def by_cluster(conn: NamesrvConnection) -> dict[str, Any]:
+        names = sorted((await conn.get_cluster_info()).cluster_addr_table)
+        lists = await asyncio.gather(*(conn.get_topics_by_cluster(c) for c in names))  # pipelined
+        return {"topicsByCluster": {c: sorted(ts) for c, ts in zip(names, lists)}}
+
+    async def all_topics(conn: NamesrvConnection) -> dict[str, Any]:
+        return {"topicList": sorted(await conn.get_all_topics())}
+
+    read_command(
+        Common(namesrv, output, timeout, profile, traceback), "topicList", {"cluster_model": cluster_model},
+        R.GET_TOPICS_BY_CLUSTER if cluster_model else R.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+        by_cluster if cluster_model else all_topics, views.TOPICS_BY_CLUSTER if cluster_model else views.TOPICS,
+    )
+
+
+def delete_topic(
+    topic: TopicOpt,
+    cluster: Annotated[str, typer.Option("-c", "--clusterName", help="Cluster whose brokers drop the topic.",
+                                         show_default=False)],
+    namesrv: NamesrvOpt = None, output: OutputOpt = None, timeout: TimeoutOpt = None,
+    profile: ProfileOpt = None, traceback: TracebackOpt = False,
+) -> None:
+    """Delete a topic from a cluster's brokers, then from every name server.
+
+    DELETE_TOPIC_IN_BROKER goes to every master of the cluster that any name server
+    knows; only when all of them succeeded does DELETE_TOPIC_IN_NAMESRV go to every
+    name server (otherwise the routes stay, so the topic remains visible). Every step
+    is reported per target.
+    """
+    topic, cluster = required(topic, "-t"), required(cluster, "-c")
+    args = {"topic": topic, "cluster": cluster}
+
+    async def masters(conn: NamesrvConnection) -> dict[str, Any]:
+        info = await conn.get_cluster_info()
+        if cluster not in info.cluster_addr_table:
+            raise NotFound(conn.addr, R.GET_BROKER_CLUSTER_INFO, f"no cluster {cluster!r}")
+        return {"masters": views.cluster_masters(views.cluster_data(info, cluster), cluster)}
+
+    async def build(ctx: Context) -> Result:
+        lookup = Step.from_answers(R.GET_BROKER_CLUSTER_INFO, LOOKUP, await ctx.ask(masters, R.GET_BROKER_CLUSTER_INFO),
+                                   view=views.MASTERS)
+        targets = {a: n for o in lookup.outcomes if o.ok for n, a in o.data["masters"].items()}
+        if not targets:
+            why = "no name server answered" if not lookup.groups else f"no name server knows a master of cluster {cluster!r}"
+            return Result("deleteTopic", args, [lookup], error=f"deleteTopic {topic!r}: {why}; nothing was deleted")
+        answers = await ctx.ask(lambda c: c.delete_topic_in_broker(topic), R.DELETE_TOPIC_IN_BROKER,
+                                addrs=sorted(targets), connection=BrokerConnection, detail=f"for topic {topic!r}")
+        brokers = Step.from_answers(R.DELETE_TOPIC_IN_BROKER, WRITE, answers, target="broker", broker_names=targets)
+        if brokers.failed:
+            reason = f"{len(brokers.failed)} of {len(targets)} brokers failed; the routes are kept so the topic stays visible"
+            namesrvs = Step.not_sent(R.DELETE_TOPIC_IN_NAMESRV, WRITE, ctx.addrs, reason)
+        else:
+            answers = await ctx.ask(lambda c: c.delete_topic_in_namesrv(topic, cluster), R.DELETE_TOPIC_IN_NAMESRV)
+            namesrvs = Step.from_answers(R.DELETE_TOPIC_IN_NAMESRV, WRITE, answers)
+        return Result("deleteTopic", args, [lookup, brokers, namesrvs])
+
+    run(Common(namesrv, output, timeout, profile, traceback), build)

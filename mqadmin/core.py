@@ -1,0 +1,203 @@
+"""Running an admin command: options every command shares, and the one place that turns
+exceptions into a stderr line and an exit status (httpie's ``core.raw_main``).
+
+A command builds an async ``build(ctx) -> Result`` and hands it to ``run()``; ``run``
+resolves the name servers, runs it (repeatedly with ``-i``), renders the result and
+exits with the result's status. Known errors (``MqadminError``) print one line;
+anything else is a bug and prints one line too, unless the hidden ``--traceback``
+asks for the stack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from dataclasses import dataclass
+from enum import Enum
+from typing import Annotated, Any, Awaitable, Callable, Coroutine, NoReturn, Optional, Sequence, TextIO, TypeVar
+
+import typer
+
+from .client import DEFAULT_TIMEOUT, Connection, NamesrvConnection
+from .errors import MqadminError
+from .exit import ExitStatus
+from .fanout import Answer, ask_all
+from .profiles import resolve
+from .render import ReadView, WriteView, render
+from .result import READ, WRITE, Result, Step
+
+T = TypeVar("T")
+PROG = "mqadmin"
+#: what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)
+EXIT_INTERRUPTED = 130
+
+
+class Output(str, Enum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+# Options every admin command takes; each command lists them after its own.
+NamesrvOpt = Annotated[Optional[str], typer.Option(
+    "-n", "--namesrvAddr", show_default=False,
+    help="Name servers, 'host:port;host:port'. Default: $NAMESRV_ADDR, else the --profile servers.")]
+OutputOpt = Annotated[Optional[Output], typer.Option(
+    "-o", "--output", show_default=False, help="table (default), json or yaml.")]
+TimeoutOpt = Annotated[Optional[float], typer.Option(
+    "--timeout", show_default=False, help=f"Seconds to wait for each server (default {DEFAULT_TIMEOUT:g}).")]
+ProfileOpt = Annotated[Optional[str], typer.Option(
+    "--profile", show_default=False,
+    help="Profile of ~/.config/mqadmin/profiles.yaml (or $MQADMIN_CONFIG) naming the name servers and defaults.")]
+TracebackOpt = Annotated[bool, typer.Option("--traceback", hidden=True, help="Show the Python traceback on errors.")]
+
+
+@dataclass(frozen=True)
+class Common:
+    namesrv: str | None = None
+    output: Output | None = None
+    timeout: float | None = None
+    profile: str | None = None
+    traceback: bool = False
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where output goes; read at call time so CliRunner's captured streams are used."""
+
+    stdout: TextIO
+    stderr: TextIO
+
+    @classmethod
+    def current(cls) -> "Environment":
+        return cls(sys.stdout, sys.stderr)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What ``build`` needs: the name servers and the per-server timeout."""
+
+    addrs: Sequence[str]
+    timeout: float
+
+    async def ask(
+        self,
+        fn: Callable[[Any], Awaitable[T]],
+        request: int,
+        *,
+        detail: str = "",
+        addrs: Sequence[str] | None = None,
+        connection: type[Connection] = NamesrvConnection,
+        timeout: float | None = None,
+    ) -> dict[str, Answer[T]]:
+        """``fanout.ask_all`` over the name servers (or ``addrs``) with this context's timeout."""
+        return await ask_all(
+            self.addrs if addrs is None else addrs, fn, self.timeout if timeout is None else timeout,
+            connection=connection, request=request, detail=detail,
+        )
+
+
+def error_line(message: str, stderr: TextIO | None = None) -> None:
+    (stderr or sys.stderr).write(f"{PROG}: error: {message}\n")
+
+
+def run(
+    common: Common,
+    build: Callable[[Context], Coroutine[Any, Any, Result]],
+    *,
+    interval: float | None = None,
+    count: int | None = None,
+) -> NoReturn:
+    """Resolve servers, run ``build`` (every ``interval`` s, ``count`` times), render, exit."""
+    def body() -> int:
+        if common.timeout is not None and common.timeout <= 0:
+            raise typer.BadParameter("must be a positive number of seconds", param_hint="'--timeout'")
+        target = resolve(common.namesrv, common.profile)
+        output = common.output.value if common.output is not None else (target.output or "table")
+        ctx = Context(target.addrs, common.timeout or target.timeout or DEFAULT_TIMEOUT)
+        rounds = 0
+        while True:
+            result = asyncio.run(build(ctx))
+            env = Environment.current()
+            render(result, output, env.stdout, env.stderr)
+            rounds += 1
+            if interval is None or (count is not None and rounds >= count):
+                return int(result.status)
+            time.sleep(interval)
+
+    raise typer.Exit(code=guard(body, traceback=common.traceback))
+
+
+def guard(body: Callable[[], int], *, traceback: bool = False) -> int:
+    """Run ``body``; map what escapes it to one stderr line and an exit status.
+
+    Typer's own exceptions (usage errors, ``typer.Exit``) pass through untouched so
+    that usage errors keep Typer's message and exit status 2.
+    """
+    try:
+        return body()
+    except (typer.TyperException, typer.Exit, typer.Abort):
+        raise
+    except MqadminError as exc:
+        if traceback:
+            raise
+        error_line(str(exc))
+        return int(exc.exit_status)
+    except KeyboardInterrupt:
+        if traceback:
+            raise
+        error_line("interrupted")
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug: say so in one line, the stack only on request
+        if traceback:
+            raise
+        error_line(f"unexpected {type(exc).__name__}: {exc} (run with --traceback for details)")
+        return int(ExitStatus.ERROR)
+
+
+def required(value: str, hint: str) -> str:
+    """Java trims option values; an empty one is a usage error here (exit 2)."""
+    value = value.strip()
+    if not value:
+        raise typer.BadParameter("must not be empty", param_hint=f"'{hint}'")
+    return value
+
+
+def read_command(
+    common: Common,
+    command: str,
+    args: dict[str, Any],
+    request: int,
+    fetch: Callable[[Any], Awaitable[Any]],
+    view: ReadView,
+    *,
+    to_data: Callable[[Any], Any] = lambda v: v,
+    detail: str = "",
+) -> NoReturn:
+    """A one-request read: ask every name server, compare the answers, exit 0/1/3/4."""
+
+    async def build(ctx: Context) -> Result:
+        answers = await ctx.ask(fetch, request, detail=detail)
+        return Result(command, args, [Step.from_answers(request, READ, answers, to_data, view=view)])
+
+    run(common, build)
+
+
+def write_command(
+    common: Common,
+    command: str,
+    args: dict[str, Any],
+    request: int,
+    send: Callable[[Any], Awaitable[Any]],
+    view: WriteView,
+    *,
+    detail: str = "",
+) -> NoReturn:
+    """A one-request write: send to every name server at once, one line each, exit 0/1/3."""
+
+    async def build(ctx: Context) -> Result:
+        answers = await ctx.ask(send, request, detail=detail)
+        return Result(command, args, [Step.from_answers(request, WRITE, answers, view=view)])
+
+    run(common, build)

@@ -1,0 +1,204 @@
+"""Show a Result as a rich table, JSON or YAML, and its diagnostics on stderr.
+
+stdout carries the result only (so ``-o json | jq`` works); errors and warnings go to
+stderr in every output mode, one line each, prefixed ``mqadmin: error:`` or
+``mqadmin: warning:``. The JSON/YAML document is ``Result.to_json()`` (schema in the
+README). Tables group equal answers: one table and ``N/N name servers agree`` when the
+name servers agree; otherwise a legend (A, B, ...) of which servers gave which answer
+and one merged table whose ``Seen on`` column says where each row comes from.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import string
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Sequence, TextIO
+
+import yaml
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .errors import NameServerError, Skipped, request_label
+from .result import LOOKUP, PROBE, READ, WRITE, Group, Result, Step
+
+#: Columns of a non-terminal stdout: wide enough that tables are never folded in pipes.
+PIPE_WIDTH = 240
+
+Row = tuple[Hashable, Sequence[str]]
+
+
+@dataclass(frozen=True)
+class ReadView:
+    """How one answer of a read becomes table rows: ``rows(data, result)`` gives
+    ``(key, cells)`` pairs; rows with the same key are compared across servers."""
+
+    columns: Sequence[str]
+    rows: Callable[[Any, Result], list[Row]]
+    #: lines shown under the table (data that is not per row)
+    notes: Callable[[Any], list[str]] = field(default=lambda data: [])
+
+
+@dataclass(frozen=True)
+class WriteView:
+    """Extra cells of a write's per-target table, from the target's answer."""
+
+    columns: Sequence[str] = ()
+    cells: Callable[[Any], Sequence[str]] = field(default=lambda data: ())
+
+
+def render(result: Result, output: str, stdout: TextIO, stderr: TextIO) -> None:
+    """Write ``result`` to stdout in ``output`` format, then its diagnostics to stderr."""
+    if output == "json":
+        stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+    elif output == "yaml":
+        stdout.write(yaml.safe_dump(result.to_json(), sort_keys=False, allow_unicode=True, explicit_start=True))
+    else:
+        tty = stdout.isatty()
+        buffer = None if tty else io.StringIO()
+        console = make_console(stdout if buffer is None else buffer, tty)
+        shown = [s for s in result.steps if s.kind != PROBE]
+        for i, step in enumerate(shown):
+            if len(shown) > 1:
+                _line(console, ("\n" if i else "") + f"{request_label(step.request)}:")
+            if step.kind in (READ, LOOKUP):
+                _read(step, result, console)
+            elif step.kind == WRITE:
+                _write(step, result, console)
+        if buffer is not None:  # pipes get no padding blanks at line ends
+            stdout.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
+    stdout.flush()
+    for line in diagnostics(result):
+        stderr.write(line + "\n")
+    stderr.flush()
+
+
+def make_console(out: TextIO, tty: bool) -> Console:
+    return Console(file=out, width=None if tty else PIPE_WIDTH, highlight=False, soft_wrap=False,
+                   force_terminal=None if tty else False)
+
+
+def _table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+    for name in columns:
+        table.add_column(name, overflow="fold")
+    for cells in rows:
+        table.add_row(*(Text(str(c)) for c in cells))
+    return table
+
+
+def _line(console: Console, text: str) -> None:
+    console.print(Text(text))
+
+
+def _letters(n: int) -> list[str]:
+    letters = string.ascii_uppercase
+    return [letters[i] if i < 26 else f"G{i + 1}" for i in range(n)]
+
+
+def _read(step: Step, result: Result, console: Console) -> None:
+    view: ReadView = step.view
+    groups = step.groups
+    total, failed = len(step.outcomes), len(step.failed)
+    if len(groups) == 1 and not groups[0].absent:
+        console.print(_table(view.columns, [cells for _, cells in view.rows(groups[0].data, result)]))
+        for note in view.notes(groups[0].data):
+            _line(console, note)
+    elif len(groups) > 1:
+        _line(console, _summary(groups, total, failed) + ":")
+        _merged(groups, view, result, console)
+        return
+    _line(console, _summary(groups, total, failed))
+
+
+def _summary(groups: list[Group], total: int, failed: int) -> str:
+    """``N/N name servers agree`` and its variants."""
+    tail = f", {failed} failed" if failed else ""
+    if not groups:
+        return f"0/{total} name servers answered"
+    if len(groups) == 1:
+        verdict = ": not found" if groups[0].absent else ""
+        return f"{len(groups[0].servers)}/{total} name servers agree{verdict}{tail}"
+    compared = sum(len(g.servers) for g in groups)
+    return f"Name servers disagree: {len(groups)} different answers from {compared}/{total} name servers{tail}"
+
+
+def _merged(groups: list[Group], view: ReadView, result: Result, console: Console) -> None:
+    letters = _letters(len(groups))
+    for letter, group in zip(letters, groups):
+        what = ""
+        if group.absent:
+            code = getattr(group.error, "code_name", None) or getattr(group.error, "reason", "")
+            what = f"  (not found: {code})"
+        _line(console, f"  {letter}  {', '.join(group.servers)}{what}")
+    seen: dict[Hashable, dict[tuple[str, ...], list[str]]] = {}
+    for letter, group in zip(letters, groups):
+        if group.absent:
+            continue
+        for key, cells in view.rows(group.data, result):
+            seen.setdefault(key, {}).setdefault(tuple(str(c) for c in cells), []).append(letter)
+    present = [letter for letter, g in zip(letters, groups) if not g.absent]
+    rows = []
+    for key in sorted(seen, key=_sort_key):
+        for cells, where in seen[key].items():
+            rows.append(("all" if where == present and len(present) == len(groups) else ",".join(where), *cells))
+    console.print(_table(("Seen on", *view.columns), rows))
+    for letter, group in zip(letters, groups):
+        for note in ([] if group.absent else view.notes(group.data)):
+            _line(console, f"{letter}: {note}")
+
+
+def _sort_key(key: Hashable) -> tuple[Any, ...]:
+    parts = key if isinstance(key, tuple) else (key,)
+    return tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in parts)
+
+
+def _write(step: Step, result: Result, console: Console) -> None:
+    view: WriteView = step.view or WriteView()
+    broker = step.target == "broker"
+    columns = (("Broker", "Address") if broker else ("Name server",)) + ("Result", *view.columns, "Latency")
+    rows = []
+    for o in step.outcomes:
+        extra, latency = ["-"] * len(view.columns), f"{o.latency_ms:.1f} ms"
+        if o.error is None:
+            status, extra = "OK", list(view.cells(o.data))
+        elif isinstance(o.error, Skipped):
+            status, latency = "NOT SENT", "-"
+        else:
+            reason = o.error.code_name if isinstance(o.error, NameServerError) else o.error.kind
+            status = f"FAILED ({reason})"
+        rows.append(((o.broker_name or "-", o.addr) if broker else (o.addr,)) + (status, *extra, latency))
+    console.print(_table(columns, rows))
+    noun = "brokers" if broker else "name servers"
+    if step.skipped:
+        _line(console, f"{request_label(step.request)} not sent to {len(step.outcomes)} {noun}: {step.skipped}")
+    else:
+        _line(console, f"{sum(o.ok for o in step.outcomes)}/{len(step.outcomes)} {noun} OK")
+
+
+def diagnostics(result: Result) -> list[str]:
+    """stderr lines: one per failed target, skipped step, disagreement, command error."""
+    lines: list[str] = []
+    for step in result.steps:
+        groups = step.groups if step.kind in (READ, LOOKUP) else []
+        all_absent = len(groups) == 1 and groups[0].absent
+        if step.skipped:
+            lines.append(f"mqadmin: error: {request_label(step.request)} not sent: {step.skipped}")
+        for o in step.outcomes:
+            if o.error is None or isinstance(o.error, Skipped) or (o.absent and not all_absent):
+                continue
+            level = "warning" if step.kind == PROBE else "error"
+            lines.append(f"mqadmin: {level}: {o.error.message}")
+        if len(groups) > 1:
+            compared = sum(len(g.servers) for g in groups)
+            what = "; using every answer" if step.kind == LOOKUP else ""
+            lines.append(
+                f"mqadmin: warning: name servers disagree on {request_label(step.request)}: "
+                f"{len(groups)} different answers from {compared} name servers{what}"
+            )
+    if result.error:
+        lines.append(f"mqadmin: error: {result.error}")
+    return lines

@@ -1,0 +1,184 @@
+"""Per-command data and table views: answer objects -> canonical JSON data -> table rows.
+
+``*_data`` functions turn a decoded answer into plain data in standard JSON with
+RocketMQ's own field names (``brokerDatas``, ``queueDatas``, ``topicList``, ...) and
+every list sorted, so two servers holding the same state give equal data. The views
+say how render.py lays that data out as a table.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping
+
+from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
+from nameserver.protocol.codes import MASTER_ID, PERM_READ, PERM_WRITE, RequestCode
+
+from .render import ReadView, Row, WriteView
+from .result import Result
+
+# ----------------------------------------------------------------- helpers ----
+
+
+def perm2(perm: int) -> str:
+    """Read/write bits as ``RW``, ``R-``, ``-W`` or ``--`` (the bits operators change)."""
+    return ("R" if perm & PERM_READ else "-") + ("W" if perm & PERM_WRITE else "-")
+
+
+def addrs_by_id(addrs: Mapping[str, str]) -> str:
+    return ", ".join(f"{bid}={addr}" for bid, addr in sorted(addrs.items(), key=lambda kv: int(kv[0])))
+
+
+# ------------------------------------------------------------------- route ----
+
+
+def route_data(route: TopicRouteData) -> dict[str, Any]:
+    obj = route.to_obj()
+    obj["brokerDatas"] = sorted(obj["brokerDatas"], key=lambda b: b["brokerName"])
+    obj["queueDatas"] = sorted(obj["queueDatas"], key=lambda q: q["brokerName"])
+    obj["filterServerTable"] = {k: sorted(v) for k, v in sorted(obj["filterServerTable"].items())}
+    return obj
+
+
+def _route_rows(data: Any, result: Result) -> list[Row]:
+    brokers = {b["brokerName"]: b for b in data["brokerDatas"]}
+    queues = {q["brokerName"]: q for q in data["queueDatas"]}
+    rows: list[Row] = []
+    for name in sorted(set(brokers) | set(queues)):
+        b, q = brokers.get(name), queues.get(name)
+        rows.append((name, (
+            name,
+            b["cluster"] if b else "-",
+            addrs_by_id(b["brokerAddrs"]) if b else "-",
+            str(q["readQueueNums"]) if q else "-",
+            str(q["writeQueueNums"]) if q else "-",
+            perm2(q["perm"]) if q else "-",
+        )))
+    return rows
+
+
+def _route_notes(data: Any) -> list[str]:
+    notes = []
+    if data.get("orderTopicConf") is not None:
+        notes.append(f"orderTopicConf: {data['orderTopicConf']}")
+    for addr, servers in data["filterServerTable"].items():
+        notes.append(f"filter servers of {addr}: {', '.join(servers)}")
+    return notes
+
+
+ROUTE = ReadView(("Broker", "Cluster", "Addresses (id=addr)", "Read", "Write", "Perm"), _route_rows, notes=_route_notes)
+
+# ----------------------------------------------------------------- cluster ----
+
+
+def cluster_data(info: ClusterInfo, cluster: str | None = None) -> dict[str, Any]:
+    """ClusterInfo as data, only ``cluster`` when given (the caller checked it exists)."""
+    clusters = {c: sorted(names) for c, names in info.cluster_addr_table.items() if cluster in (None, c)}
+    names = {n for ns in clusters.values() for n in ns}
+    return {
+        "brokerAddrTable": {
+            n: info.broker_addr_table[n].to_obj() for n in sorted(info.broker_addr_table) if cluster is None or n in names
+        },
+        "clusterAddrTable": dict(sorted(clusters.items())),
+    }
+
+
+def cluster_addrs(data: Any) -> list[str]:
+    """Every broker address (masters and slaves) listed in cluster data."""
+    return [a for b in data["brokerAddrTable"].values() for a in b["brokerAddrs"].values()]
+
+
+def cluster_masters(data: Any, cluster: str) -> dict[str, str]:
+    """brokerName -> master address for the brokers of ``cluster`` (groups without id 0 skipped)."""
+    bat = data["brokerAddrTable"]
+    names = data["clusterAddrTable"].get(cluster, [])
+    return {n: bat[n]["brokerAddrs"][str(MASTER_ID)] for n in sorted(names) if str(MASTER_ID) in bat.get(n, {}).get("brokerAddrs", {})}
+
+
+def _first_number(text: str) -> float:
+    return float(text.split()[0])
+
+
+def runtime_cells(table: Mapping[str, str] | None, now_ms: float) -> list[str]:
+    """Java 5.3.3 clusterList cells from GET_BROKER_RUNTIME_INFO; ``-`` when unknown."""
+    t = table or {}
+
+    def cell(fn: Any) -> str:
+        try:
+            return str(fn())
+        except (KeyError, ValueError, IndexError, ZeroDivisionError):
+            return "-"
+
+    out_tps = t.get("getTransferredTps", t.get("getTransferedTps"))  # 4.x spelling
+    return [
+        cell(lambda: t["brokerVersionDesc"]),
+        cell(lambda: "%.2f(%s,%sms)" % (_first_number(t["putTps"]), t["sendThreadPoolQueueSize"],
+                                         t["sendThreadPoolQueueHeadWaitTimeMills"])),
+        cell(lambda: "%.2f(%s,%sms|%s,%sms)" % (
+            _first_number(out_tps or ""), t["pullThreadPoolQueueSize"], t["pullThreadPoolQueueHeadWaitTimeMills"],
+            t.get("ackThreadPoolQueueSize", "N"), t.get("ackThreadPoolQueueHeadWaitTimeMills", "N"))),
+        cell(lambda: "%d-%d(%.1fw, %.1f, %.1f)" % (
+            int(t["timerReadBehind"]), int(t["timerOffsetBehind"]), float(t["timerCongestNum"]) / 10000,
+            float(t["timerEnqueueTps"]), float(t["timerDequeueTps"]))),
+        cell(lambda: t["pageCacheLockTimeMills"]),
+        cell(lambda: "%.2f" % ((now_ms - float(t["earliestMessageTimeStamp"])) / 3_600_000)),
+        cell(lambda: "%.4f" % float(t["commitLogDiskRatio"])),
+        cell(lambda: t["brokerActive"]),
+    ]
+
+
+def _cluster_rows(data: Any, result: Result) -> list[Row]:
+    probe = result.step(RequestCode.GET_BROKER_RUNTIME_INFO)
+    runtime = {o.addr: o.data for o in probe.outcomes if o.ok} if probe else {}
+    now_ms = time.time() * 1000
+    rows: list[Row] = []
+    for cluster, names in data["clusterAddrTable"].items():
+        for name in names:
+            broker = data["brokerAddrTable"].get(name)
+            for bid, addr in sorted((broker or {}).get("brokerAddrs", {}).items(), key=lambda kv: int(kv[0])):
+                cells = [cluster, name, bid, addr, *runtime_cells(runtime.get(addr), now_ms)]
+                rows.append(((cluster, name, int(bid)), cells))
+    return rows
+
+
+CLUSTER = ReadView(
+    ("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)", "#OutTPS(LOAD)",
+     "#Timer(Progress)", "#PCWait(ms)", "#Hour", "#SPACE", "#ACTIVATED"),
+    _cluster_rows,
+)
+
+MASTERS = ReadView(("Broker", "Master"), lambda data, result: [(n, (n, a)) for n, a in data["masters"].items()])
+
+# ------------------------------------------------------------------ topics ----
+
+TOPICS = ReadView(("Topic",), lambda data, result: [(t, (t,)) for t in data["topicList"]])
+TOPICS_BY_CLUSTER = ReadView(
+    ("Cluster", "Topic"),
+    lambda data, result: [((c, t), (c, t)) for c, ts in data["topicsByCluster"].items() for t in ts],
+)
+
+# ---------------------------------------------------------- kv and config ----
+
+KV_VALUE = ReadView(
+    ("Namespace", "Key", "Value"),
+    lambda data, result: [(result.args["key"], (result.args["namespace"], result.args["key"], data["value"]))],
+)
+KV_TABLE = ReadView(
+    ("Namespace", "Key", "Value"),
+    lambda data, result: [(k, (result.args["namespace"], k, v)) for k, v in data["table"].items()],
+)
+ORDER_CONF = ReadView(
+    ("Topic", "Order conf"), lambda data, result: [(result.args["topic"], (result.args["topic"], data["value"]))]
+)
+CONFIG = ReadView(("Key", "Value"), lambda data, result: [(k, (k, v)) for k, v in data.items()])
+
+
+def sorted_map(table: Mapping[str, str]) -> dict[str, str]:
+    return dict(sorted(table.items()))
+
+
+# ------------------------------------------------------------------ writes ----
+
+WIPE = WriteView(("Topics",), lambda data: (str(data["wipeTopicCount"]),))
+ADD = WriteView(("Topics",), lambda data: (str(data["addTopicCount"]),))
+PLAIN = WriteView()
