@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from nameserver.registry.config import ConfigError, NamesrvConfig, load_properties_file
+from nameserver.registry.config import ConfigError, NamesrvConfig, load_properties_file, parse_allow_list
 from nameserver.server.app import BANNER, NameServer, run
 from nameserver.storage import StorageError
 
@@ -36,6 +36,7 @@ def build_config(
 
 
 def _check(config: NamesrvConfig) -> None:
+    parse_allow_list(config["adminAllowList"])
     port = config["listenPort"]
     if not 0 <= port <= 65535:
         raise ConfigError(f"listenPort: {port} is not a TCP port (0-65535)")

@@ -6,6 +6,7 @@ Items keep Java's names so an existing ``namesrv.properties`` works unchanged an
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ def _items() -> tuple[ConfigItem, ...]:
         ConfigItem("headerMaxLength", int, 256 * 1024, "largest command header accepted"),
         ConfigItem("frameReadTimeoutSeconds", int, 30, "close a connection that leaves a frame incomplete this long"),
         ConfigItem("maxConnections", int, 10_000, "connections beyond this are closed at once (0 = no limit)"),
+        ConfigItem("adminAllowList", str, "", "client addresses/networks allowed admin writes, ';' or ',' separated (empty = all)"),
         ConfigItem("routeSnapshotPath", str, "", "warm-restart route snapshot file (empty = off)"),
         ConfigItem("routeSnapshotInterval", int, 10_000, "ms between route snapshot writes, when routes changed"),
         ConfigItem("metricsPort", int, -1, "serve Prometheus /metrics on this port (-1 = off, 0 = pick one)"),
@@ -76,7 +78,11 @@ def _items() -> tuple[ConfigItem, ...]:
 _JAVA_INT = re.compile(r"[+-]?[0-9]+")
 
 #: Keys no remote update may change, whatever configBlackList says (spec 4.11).
-FIXED_BLACK_LIST = frozenset({"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"})
+FIXED_BLACK_LIST = frozenset({
+    "configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome",
+    # Ours: paths and the write allowlist, which a remote update must never widen.
+    "adminAllowList", "routeSnapshotPath",
+})
 
 
 def _parse(item: ConfigItem, raw: str) -> Any:
@@ -156,6 +162,19 @@ class NamesrvConfig:
     def to_text(self) -> str:
         """``key=value`` lines, values raw (no escaping), sorted by key as 5.x does."""
         return "".join(f"{k}={v}\n" for k, v in sorted(self.to_properties().items()))
+
+
+def parse_allow_list(text: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """``10.0.0.5;10.1.0.0/16,::1`` -> networks. Raises ConfigError naming a bad entry."""
+    networks = []
+    for entry in re.split(r"[;,\s]+", text.strip()):
+        if not entry:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise ConfigError(f"adminAllowList: {entry!r} is not an IP address or network") from None
+    return tuple(networks)
 
 
 def parse_properties(text: str) -> dict[str, str]:

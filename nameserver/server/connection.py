@@ -26,6 +26,7 @@ class Connection(asyncio.Protocol):
         self.decoder = FrameDecoder(max_frame=server.max_frame, max_header=server.max_header)
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
+        self.peer_host: str | None = None
         self.last_activity = time.monotonic()
         #: when the frame now partly buffered began to arrive (see data_received)
         self.frame_started = self.last_activity
@@ -40,6 +41,7 @@ class Connection(asyncio.Protocol):
         self.transport = tcp
         peer = tcp.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.peer_host = peer[0] if isinstance(peer, tuple) else None
         limit = self.server.config["maxConnections"]
         if limit and len(self.server.connections) >= limit:
             log.warning("refusing connection from %s: %d connections open (maxConnections)",
@@ -72,10 +74,10 @@ class Connection(asyncio.Protocol):
             continuing = False
             metrics = self.server.metrics
             if metrics is None:
-                response = processor.handle(cmd, self)  # type: ignore[arg-type]
+                response = processor.handle(cmd, self, self.peer_host)  # type: ignore[arg-type]
             else:
                 started = time.perf_counter()
-                response = processor.handle(cmd, self)  # type: ignore[arg-type]
+                response = processor.handle(cmd, self, self.peer_host)  # type: ignore[arg-type]
                 if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:  # type: ignore[union-attr]
                     metrics.route_latency.observe(time.perf_counter() - started)
                 metrics.observe(cmd.code, None if response is None else response.code)  # type: ignore[union-attr]

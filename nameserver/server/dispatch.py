@@ -8,6 +8,7 @@ never takes the server down.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import zlib
 from typing import Callable, Hashable
@@ -17,7 +18,7 @@ from ..protocol.codes import ORDER_TOPIC_CONFIG, VERSION_V4_9_4, RequestCode, Re
 from ..protocol.command import RemotingCommand
 from ..protocol.compressed import decode_compressed
 from ..protocol.errors import BodyDecodeError
-from ..registry.config import ConfigError, NamesrvConfig, parse_properties
+from ..registry.config import ConfigError, NamesrvConfig, parse_allow_list, parse_properties
 from ..registry.kv import KVStore
 from ..registry.routes import RouteTable
 
@@ -67,6 +68,14 @@ def _flag(cmd: RemotingCommand, key: str) -> bool:
 
 Handler = Callable[[RemotingCommand, Hashable], RemotingCommand]
 
+#: Requests that change what the name server holds on an operator's behalf (brokers'
+#: own registrations are not admin writes).
+ADMIN_WRITES = frozenset({
+    RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+    RequestCode.ADD_WRITE_PERM_OF_BROKER, RequestCode.DELETE_TOPIC_IN_NAMESRV, RequestCode.UPDATE_NAMESRV_CONFIG,
+    RequestCode.REGISTER_TOPIC_IN_NAMESRV,
+})
+
 
 class Processor:
     """Dispatches requests to handlers over the registry, the KV store and the config.
@@ -94,6 +103,7 @@ class Processor:
         self._route_cache: dict[tuple[str, bool, str | None], bytes] = {}
         self._route_cache_generation = -1
         self.route_cache_hits = 0
+        self.admin_allow_list = parse_allow_list(config["adminAllowList"])
         R = RequestCode
         self.handlers: dict[int, Handler] = {
             R.PUT_KV_CONFIG: self.put_kv_config,
@@ -129,13 +139,18 @@ class Processor:
 
     # ----------------------------------------------------------------- entry ----
 
-    def handle(self, cmd: RemotingCommand, conn: Hashable = None) -> RemotingCommand | None:
+    def handle(self, cmd: RemotingCommand, conn: Hashable = None, client_host: str | None = None) -> RemotingCommand | None:
         """The response to send, or None when nothing must be sent (one-way requests,
-        stray responses). One-way requests are still processed."""
+        stray responses). One-way requests are still processed. ``client_host`` is the
+        peer's IP, checked against ``adminAllowList`` for admin writes."""
         if cmd.is_response:
             return None
         handler = self.handlers.get(cmd.code)
         try:
+            if self.admin_allow_list and cmd.code in ADMIN_WRITES and not self._allowed(client_host):
+                log.warning("refused %s from %s: not in adminAllowList", code_name(cmd.code), client_host)
+                raise RequestError(ResponseCode.NO_PERMISSION,
+                                   f"{code_name(cmd.code)} from {client_host} refused: not in adminAllowList")
             if handler is None:
                 raise RequestError(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
             response = handler(cmd, conn)
@@ -149,6 +164,15 @@ class Processor:
                 ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}", version=self.version
             )
         return None if cmd.is_oneway else response
+
+    def _allowed(self, client_host: str | None) -> bool:
+        if client_host is None:
+            return False
+        try:
+            ip = ipaddress.ip_address(client_host)
+        except ValueError:
+            return False
+        return any(ip in net for net in self.admin_allow_list)
 
     def _ok(self, cmd: RemotingCommand, *, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
         return cmd.response(ResponseCode.SUCCESS, ext=ext, body=body, version=self.version)

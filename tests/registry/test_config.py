@@ -8,6 +8,9 @@ import pytest
 
 from nameserver.registry.config import ConfigError, NamesrvConfig, load_properties_file, parse_properties
 
+#: Java's fixed keys plus ours (paths and the write allowlist must never be widened remotely).
+FIXED = {"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome", "adminAllowList", "routeSnapshotPath"}
+
 
 @pytest.fixture
 def config() -> NamesrvConfig:
@@ -174,19 +177,19 @@ def test_numbers_python_accepts_but_java_refuses(config: NamesrvConfig, raw: str
 
 
 def test_black_list_default(config: NamesrvConfig) -> None:
-    assert config.black_list() == {"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"}
+    assert config.black_list() == FIXED
 
 
 def test_black_list_adds_the_configured_keys_to_the_fixed_ones(config: NamesrvConfig) -> None:
     config.set("configBlackList", "listenPort;;orderMessageEnable")
     assert config.black_list() == {
-        "configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome", "listenPort", "orderMessageEnable",
+        *FIXED, "listenPort", "orderMessageEnable",
     }
 
 
 def test_black_list_cannot_be_emptied(config: NamesrvConfig) -> None:
     config.set("configBlackList", "")
-    assert config.black_list() == {"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome"}
+    assert config.black_list() == FIXED
 
 
 # --------------------------------------------------------- properties text ----

@@ -152,9 +152,9 @@ def test_oneway_is_processed_and_not_answered(loaded: Any) -> None:
     assert resp.code == ResponseCode.SUCCESS and resp.ext == {"value": "v"}
 
 
-def test_pipelined_requests_are_all_answered_by_opaque(loaded: Any) -> None:
+def test_ten_thousand_pipelined_requests_are_all_answered_by_opaque(loaded: Any) -> None:
     _, client = loaded
-    reqs = [request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "order_topic" if i % 2 else "nope"}) for i in range(2000)]
+    reqs = [request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "order_topic" if i % 2 else "nope"}) for i in range(10_000)]
     client.send_bytes(b"".join(encode(r) for r in reqs))
     answers = {}
     for _ in reqs:
