@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from .commands import cluster, config, kv, namesrv, perm, topic
+from .commands import bench, cluster, config, kv, namesrv, perm, topic
 from .exit import EXIT_CODES_HELP
 
 app = typer.Typer(
@@ -15,6 +15,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(namesrv.app, name="namesrv")
+app.add_typer(bench.app, name="bench")
 
 # Admin commands, top-level with Java mqadmin's names; -h works as in Java.
 ADMIN_COMMANDS = {

@@ -1,0 +1,132 @@
+"""Shared pieces: a pipelined route-query driver and synthetic broker registrations."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Sequence
+
+from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from nameserver.protocol.codes import RequestCode
+from nameserver.protocol.command import RemotingCommand, request
+from nameserver.protocol.compressed import encode_compressed
+from nameserver.protocol.frame import NEED_DATA, FrameDecoder, encode
+
+from ..client import NamesrvConnection, split_host_port
+
+
+@dataclass(frozen=True)
+class Throughput:
+    requests: int
+    seconds: float
+    p50_ms: float
+    p99_ms: float
+
+    @property
+    def rps(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    def to_obj(self) -> dict[str, float]:
+        return {"requests": self.requests, "seconds": round(self.seconds, 3), "rps": round(self.rps, 1),
+                "p50_ms": round(self.p50_ms, 3), "p99_ms": round(self.p99_ms, 3)}
+
+
+async def drive_routes(addr: str, topics: Sequence[str], *, conns: int, inflight: int, requests: int) -> Throughput:
+    """Send ``requests`` route queries over ``conns`` connections, ``inflight`` outstanding
+    on each. Works against a name server or the echo server (whose answers carry no
+    opaque: latency is then measured oldest-first)."""
+    host, port = split_host_port(addr)
+    per_conn = max(requests // conns, 1)
+    latencies: list[float] = []
+
+    async def one(offset: int) -> int:
+        reader, writer = await asyncio.open_connection(host, port)
+        dec = FrameDecoder()
+        sent: dict[int, float] = {}
+        issued = answered = 0
+
+        def send(n: int) -> None:
+            nonlocal issued
+            frames = []
+            for _ in range(min(n, per_conn - issued)):
+                cmd = request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topics[(offset + issued) % len(topics)]})
+                issued += 1
+                sent[cmd.opaque] = time.perf_counter()
+                frames.append(encode(cmd))
+            if frames:
+                writer.write(b"".join(frames))
+
+        send(inflight)
+        while answered < per_conn:
+            data = await reader.read(1 << 16)
+            if not data:
+                raise ConnectionError(f"{addr} closed the connection")
+            dec.feed(data)
+            got = 0
+            while (cmd := dec.next_frame()) is not NEED_DATA:
+                assert isinstance(cmd, RemotingCommand)
+                t0 = sent.pop(cmd.opaque, None)
+                if t0 is None:
+                    t0 = sent.pop(next(iter(sent)))
+                latencies.append(time.perf_counter() - t0)
+                got += 1
+            answered += got
+            send(got)
+        writer.close()
+        return answered
+
+    start = time.perf_counter()
+    done = sum(await asyncio.gather(*(one(i * 7919) for i in range(conns))))
+    elapsed = time.perf_counter() - start
+    latencies.sort()
+    pick = lambda q: 1000 * latencies[min(int(len(latencies) * q), len(latencies) - 1)] if latencies else 0.0  # noqa: E731
+    return Throughput(done, elapsed, pick(0.5), pick(0.99))
+
+
+def register_body(topics: Sequence[str], queues: int = 8, counter: int = 1, compressed: bool = False) -> bytes:
+    body = RegisterBrokerBody(
+        DataVersion(counter, 1_700_000_000_000 + counter),
+        {t: TopicConfig(t, queues, queues) for t in topics},
+    )
+    return encode_compressed(body) if compressed else body.encode()
+
+
+def register_request(cluster: str, name: str, addr: str, body: bytes, compressed: bool = False) -> RemotingCommand:
+    host, port = addr.rsplit(":", 1)
+    return request(RequestCode.REGISTER_BROKER, {
+        "brokerId": "0", "bodyCrc32": str(zlib.crc32(body) & 0x7FFFFFFF), "clusterName": cluster,
+        "brokerAddr": addr, "haServerAddr": f"{host}:{int(port) + 1}", "compressed": str(compressed).lower(),
+        "brokerName": name,
+    }, body)
+
+
+async def register_fleet(addr: str, fleet: Sequence[tuple[str, str, str, Sequence[str]]],
+                         timeout: float = 60.0) -> list[NamesrvConnection]:
+    """Register (cluster, broker, broker_addr, topics) tuples; returns the connections,
+    which the caller keeps open: closing one unregisters its broker."""
+    conns = []
+    for cluster, name, baddr, topics in fleet:
+        conn = await NamesrvConnection.connect(addr, timeout)
+        resp = await conn.call(register_request(cluster, name, baddr, register_body(topics)), timeout)
+        if resp.code != 0:
+            raise RuntimeError(f"{addr}: REGISTER_BROKER for {name} failed: {resp.code} {resp.remark}")
+        conns.append(conn)
+    return conns
+
+
+class EchoServer:
+    """The echo floor in a child process (so it gets a core of its own, like the server)."""
+
+    def __init__(self, body_size: int) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "mqadmin.bench.echo", str(body_size)],
+                                     stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.addr = f"127.0.0.1:{int(self.proc.stdout.readline())}"
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
