@@ -105,6 +105,15 @@ class TopicConfig:
 
     @classmethod
     def from_obj(cls, name: str, obj: Any) -> "TopicConfig":
+        # Fast path: what every broker sends (a registration carries ~10^4 of these, and
+        # the careful path below was most of the time of a re-registration).
+        if type(obj) is dict:
+            read, write, perm = obj.get("readQueueNums"), obj.get("writeQueueNums"), obj.get("perm")
+            flag, order = obj.get("topicSysFlag", 0), obj.get("order", False)
+            topic, kind = obj.get("topicName") or name, obj.get("topicFilterType") or "SINGLE_TAG"
+            if (type(read) is int and type(write) is int and type(perm) is int and type(flag) is int
+                    and type(order) is bool and type(topic) is str and type(kind) is str):
+                return cls(topic, read, write, perm, kind, flag, order)
         what = f"TopicConfig {name!r}"
         obj = _obj(obj, what)
         return cls(
