@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import typer
 
 from .commands import bench, cluster, config, kv, namesrv, perm, topic
+from .commands import diff as diff_commands
 from .exit import EXIT_CODES_HELP
 
 app = typer.Typer(
@@ -18,7 +21,7 @@ app.add_typer(namesrv.app, name="namesrv")
 app.add_typer(bench.app, name="bench")
 
 # Admin commands, top-level with Java mqadmin's names; -h works as in Java.
-ADMIN_COMMANDS = {
+ADMIN_COMMANDS: dict[str, Callable[..., Any]] = {
     "clusterList": cluster.cluster_list,
     "topicRoute": topic.topic_route,
     "topicList": topic.topic_list,
@@ -31,6 +34,7 @@ ADMIN_COMMANDS = {
     "updateNamesrvConfig": config.update_namesrv_config,
     "updateOrderConf": kv.update_order_conf,
     "deleteTopic": topic.delete_topic,
+    "diff-namesrv": diff_commands.diff_namesrv,
 }
 for _name, _command in ADMIN_COMMANDS.items():
     app.command(_name, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)(_command)

@@ -104,11 +104,22 @@ class CanonicalView:
 
 
 def canonicalize(view: ServerView) -> CanonicalView:
+    # Routes are immutable and a collector may hand the same TopicRouteData object to
+    # every topic whose answer had the same bytes (mqadmin/collect.py does): compute each
+    # object's key once. Keyed by id(), which is stable while ``view`` holds the objects.
+    keys: dict[int, bytes | None] = {}
+    routes: dict[str, bytes | None] = {}
+    for topic, route in view.topics.items():
+        ident = id(route)
+        if ident in keys:
+            routes[topic] = keys[ident]
+        else:
+            routes[topic] = keys[ident] = route_key(route)
     return CanonicalView(
         addr=view.addr,
         cluster=canonical_cluster(view.cluster_info),
         topic_list=None if view.topic_list is None else frozenset(view.topic_list),
-        routes={topic: route_key(route) for topic, route in view.topics.items()},
+        routes=routes,
         kv=view.kv,
         config=view.config,
     )

@@ -67,7 +67,10 @@ class ServerView:
 
     ``error`` set means the server did not answer at all (unreachable, every request
     failed): it is listed in the summary and left out of every comparison. Partial
-    failures are expressed by the absence rule of this module instead.
+    failures are expressed by the absence rule of this module instead, and
+    ``failures`` says what they were: one line per failed question (or group of
+    failed route requests), so that a caller can tell "not asked" from "asked and
+    lost" and report the server as partly failed.
     """
 
     addr: str
@@ -78,6 +81,7 @@ class ServerView:
     topics: Mapping[str, TopicRouteData | None] = field(default_factory=dict)
     kv: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     config: Mapping[str, str] | None = None
+    failures: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -95,6 +99,7 @@ class ServerView:
             "topics": {t: None if r is None else r.to_obj() for t, r in self.topics.items()},
             "kv": {ns: dict(table) for ns, table in self.kv.items()},
             "config": None if self.config is None else dict(self.config),
+            "failures": list(self.failures),
         }
 
     @classmethod
@@ -110,6 +115,7 @@ class ServerView:
             topics={str(t): None if r is None else _route_from_obj(r) for t, r in (obj.get("topics") or {}).items()},
             kv={str(ns): {str(k): str(v) for k, v in table.items()} for ns, table in (obj.get("kv") or {}).items()},
             config=None if cfg is None else {str(k): str(v) for k, v in cfg.items()},
+            failures=tuple(str(x) for x in obj.get("failures") or ()),
         )
 
 

@@ -1,0 +1,150 @@
+"""Running ``diff-namesrv``: collect, compare, render, repeat with ``--watch``.
+
+Each round is ``collect_views`` (one asyncio run, progress bar on a terminal's stderr),
+``diff_views`` and the Tracker of diff_watch.py; the output is a table, one JSON or
+YAML document, or with ``--watch`` one JSON line (or YAML document) per round. The
+exit status is the last round's; errors go through ``core.guard`` like every command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass
+from typing import Any, Iterator, NoReturn, Sequence, TextIO
+
+import orjson
+import typer
+import yaml
+
+from .client import DEFAULT_TIMEOUT
+from .collect import Progress, collect_views
+from .core import Common, Environment, guard
+from .diff import STRATEGIES, ServerView, diff_views
+from .diff_render import diagnostics, render_report, render_round
+from .diff_watch import Round, Tracker
+from .profiles import resolve
+
+#: config items that differ per server by design, left out of --config comparisons
+DEFAULT_IGNORED_CONFIG = ("bindAddress", "configStorePath", "kvConfigPath", "listenPort", "rocketmqHome")
+_YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+@dataclass(frozen=True)
+class DiffOptions:
+    topics: tuple[str, ...] | None = None
+    cluster: str | None = None
+    kv: tuple[str, ...] = ("ORDER_TOPIC_CONFIG",)
+    config: bool = False
+    ignore_config: tuple[str, ...] = DEFAULT_IGNORED_CONFIG
+    consumers: int = 2
+    strategy: str = "averagely"
+    concurrency: int = 64
+    watch: float | None = None
+    count: int | None = None
+
+    def check(self) -> None:
+        """Usage errors (exit 2) before anything is sent."""
+        if self.consumers < 1:
+            raise typer.BadParameter("must be at least 1", param_hint="'--consumers'")
+        if self.strategy not in STRATEGIES:
+            raise typer.BadParameter(f"one of {', '.join(STRATEGIES)}", param_hint="'--strategy'")
+        if self.concurrency < 1:
+            raise typer.BadParameter("must be at least 1", param_hint="'--concurrency'")
+        if self.watch is not None and self.watch <= 0:
+            raise typer.BadParameter("must be a positive number of seconds", param_hint="'--watch'")
+        if self.count is not None and (self.count < 1 or self.watch is None):
+            raise typer.BadParameter("needs --watch and must be at least 1", param_hint="'--count'")
+
+    def args(self) -> dict[str, Any]:
+        return {
+            "topics": None if self.topics is None else list(self.topics), "cluster": self.cluster,
+            "kv": list(self.kv), "config": self.config,
+            "ignore_config": list(self.ignore_config) if self.config else [],
+            "consumers": self.consumers, "strategy": self.strategy,
+            "watch": self.watch, "count": self.count,
+        }
+
+
+def run(common: Common, options: DiffOptions) -> NoReturn:
+    """Rounds until done; exits with the last round's status (130 on Ctrl-C)."""
+
+    def body() -> int:
+        if common.timeout is not None and common.timeout <= 0:
+            raise typer.BadParameter("must be a positive number of seconds", param_hint="'--timeout'")
+        options.check()
+        target = resolve(common.namesrv, common.profile)
+        output = common.output.value if common.output is not None else (target.output or "table")
+        timeout = common.timeout or target.timeout or DEFAULT_TIMEOUT
+        tracker = Tracker()
+        printed: set[str] = set()
+        while True:
+            env = Environment.current()
+            started_wall, started = time.time(), time.monotonic()
+            with _progress_bar(env.stderr, enabled=output == "table", servers=len(target.addrs)) as progress:
+                views = asyncio.run(_collect(target.addrs, options, timeout, progress))
+            report = diff_views(views, consumers=options.consumers, strategy=options.strategy,
+                                ignore_config=options.ignore_config if options.config else ())
+            rnd = tracker.add(views, report, started_wall=started_wall, started=started,
+                              elapsed=time.monotonic() - started)
+            _emit(rnd, options, output, env.stdout)
+            lines = diagnostics(rnd)
+            # A watch repeats an error line only when it is new or back after a pause.
+            for line in lines if options.watch is None else [x for x in lines if x not in printed]:
+                env.stderr.write(line + "\n")
+            env.stderr.flush()
+            printed = set(lines)
+            if options.watch is None or (options.count is not None and tracker.rounds >= options.count):
+                return int(rnd.status)
+            time.sleep(max(0.0, started + options.watch - time.monotonic()))
+
+    raise typer.Exit(code=guard(body, traceback=common.traceback))
+
+
+async def _collect(addrs: Sequence[str], options: DiffOptions, timeout: float,
+                   progress: Progress | None) -> list[ServerView]:
+    # collect_views' list has a short repr, which matters to asyncio.run (see collect.py).
+    return await collect_views(
+        addrs, topics=options.topics, cluster=options.cluster, kv_namespaces=options.kv,
+        include_config=options.config, timeout=timeout, concurrency=options.concurrency, progress=progress,
+    )
+
+
+def _emit(rnd: Round, options: DiffOptions, output: str, stdout: TextIO) -> None:
+    watching = options.watch is not None
+    if output == "json":
+        # JSON Lines with --watch: one compact document per round.
+        flags = orjson.OPT_NON_STR_KEYS | (0 if watching else orjson.OPT_INDENT_2)
+        stdout.write(orjson.dumps(rnd.to_obj(options.args()), option=flags).decode() + "\n")
+        stdout.flush()
+    elif output == "yaml":
+        stdout.write(yaml.dump(rnd.to_obj(options.args()), Dumper=_YAML_DUMPER, sort_keys=False, allow_unicode=True,
+                               explicit_start=True))
+        stdout.flush()
+    elif watching:
+        render_round(rnd, stdout, tty=stdout.isatty())
+    else:
+        render_report(rnd.report, stdout, tty=stdout.isatty())
+
+
+@contextlib.contextmanager
+def _progress_bar(stderr: TextIO, *, enabled: bool, servers: int = 0) -> Iterator[Progress | None]:
+    """A rich progress bar of routes fetched, on stderr, only when it is a terminal."""
+    if not enabled or not stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+
+    counts: dict[str, tuple[int, int]] = {}
+    with Bar(TextColumn("fetching routes from {task.fields[servers]} name servers"), BarColumn(),
+             MofNCompleteColumn(), TimeElapsedColumn(), console=Console(file=stderr), transient=True) as bar:
+        task = bar.add_task("routes", total=None, servers=servers)
+
+        def update(addr: str, done: int, total: int) -> None:
+            counts[addr] = (done, total)
+            bar.update(task, completed=sum(d for d, _ in counts.values()), total=sum(t for _, t in counts.values()))
+
+        yield update
+
