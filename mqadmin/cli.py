@@ -7,6 +7,7 @@ from typing import Any, Callable
 import typer
 
 from .commands import bench, cluster, config, kv, namesrv, perm, topic
+from .commands import fixture as fixture_commands
 from .commands import diff as diff_commands
 from .exit import EXIT_CODES_HELP
 
@@ -19,6 +20,7 @@ app = typer.Typer(
 )
 app.add_typer(namesrv.app, name="namesrv")
 app.add_typer(bench.app, name="bench")
+app.add_typer(fixture_commands.app, name="fixture")
 
 # Admin commands, top-level with Java mqadmin's names; -h works as in Java.
 ADMIN_COMMANDS: dict[str, Callable[..., Any]] = {
