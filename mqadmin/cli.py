@@ -8,6 +8,7 @@ import typer
 
 from .commands import bench, cluster, config, kv, namesrv, perm, topic
 from .commands import fixture as fixture_commands
+from .commands import pipeline as pipeline_commands
 from .commands import diff as diff_commands
 from .exit import EXIT_CODES_HELP
 
@@ -39,6 +40,14 @@ ADMIN_COMMANDS: dict[str, Callable[..., Any]] = {
     "diff-namesrv": diff_commands.diff_namesrv,
 }
 for _name, _command in ADMIN_COMMANDS.items():
+    app.command(_name, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)(_command)
+
+# The route-history pipeline (mqadmin/pipeline/SCHEMA.md).
+PIPELINE_COMMANDS: dict[str, Callable[..., Any]] = {
+    "snapshot": pipeline_commands.snapshot, "analyze": pipeline_commands.analyze,
+    "synth-history": pipeline_commands.synth_history,
+}
+for _name, _command in PIPELINE_COMMANDS.items():
     app.command(_name, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)(_command)
 
 

@@ -1,0 +1,108 @@
+"""Benchmark of ``mqadmin analyze``: synthetic histories of about 1M and 4M route rows.
+
+For each size it generates a history with ``synth-history``'s generator, runs the whole
+Spark job (ingest, divergence, windows, brokers, summary, report) and then, in the same
+SparkSession, two baselines over the routes Parquet the job wrote:
+
+* ``read+count``: ``spark.read.parquet(routes).count()``, the plain read and count the
+  goal is stated against (Spark answers it mostly from Parquet footers);
+* ``full scan``: every column of every row read and dropped (the ``noop`` sink), the
+  least any job that looks at all the routes pays.
+
+It prints the job's time as a ratio to each (goal: <= 3x read+count) and, between the
+sizes, time per row (goal: linear growth, ratio near 1). A tiny warm-up job runs first
+so that JVM start-up and code generation are not billed to the first size.
+
+    python benchmarks/pipeline_bench.py [--sizes 1000000,4000000] [--master local[*]]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mqadmin.pipeline.job import JobOptions, run, session_builder  # noqa: E402
+from mqadmin.pipeline.synth import SynthPlan, synthesize  # noqa: E402
+
+
+def rows_per_round(args: argparse.Namespace, work: Path) -> int:
+    probe = synthesize(SynthPlan(work / "probe", servers=args.servers, brokers=args.brokers, topics=args.topics,
+                                 hours=args.every / 3600, every=args.every, seed=args.seed, events_per_day=0))
+    shutil.rmtree(work / "probe")
+    return probe.route_rows
+
+
+def timed(fn) -> float:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000000,4000000", help="target route rows, comma-separated")
+    parser.add_argument("--servers", type=int, default=3)
+    parser.add_argument("--brokers", type=int, default=32)
+    parser.add_argument("--topics", type=int, default=10_000)
+    parser.add_argument("--every", type=float, default=300.0)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--workdir", default=None, help="keep files here (default: a temporary directory)")
+    args = parser.parse_args()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="pipeline-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    per_round = rows_per_round(args, work)
+    spark = session_builder(args.master, app="pipeline-bench").config("spark.driver.memory", "4g").getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"Spark {spark.version}, master {args.master}")
+    print(f"history: {args.servers} servers, {args.brokers} brokers, {args.topics} topics, a capture every "
+          f"{args.every:g} s, {per_round:,} route rows per round")
+
+    warm = work / "warm"
+    synthesize(SynthPlan(warm / "captures", servers=2, brokers=4, topics=50, hours=0.5, every=300, seed=1))
+    run(spark, JobOptions(str(warm / "captures"), str(warm / "out")))
+
+    results = []
+    for target in (int(s) for s in args.sizes.split(",")):
+        rounds = max(2, math.ceil(target / per_round))
+        caps, out = work / f"captures-{target}", work / f"out-{target}"
+        shutil.rmtree(out, ignore_errors=True)
+        if not caps.exists():
+            synthesize(SynthPlan(caps, servers=args.servers, brokers=args.brokers, topics=args.topics,
+                                 hours=rounds * args.every / 3600, every=args.every, seed=args.seed))
+        start = time.perf_counter()
+        result = run(spark, JobOptions(str(caps), str(out)))
+        job = time.perf_counter() - start
+        routes = spark.read.parquet(str(out / "routes"))
+        rows = routes.count()
+        count = min(timed(lambda: spark.read.parquet(str(out / "routes")).count()) for _ in range(3))
+        scan = min(timed(lambda: spark.read.parquet(str(out / "routes")).write.format("noop").mode("overwrite")
+                         .save()) for _ in range(2))
+        results.append((rows, job, count, scan, result))
+        steps = ", ".join(f"{k} {v:.1f}" for k, v in result.timings.items())
+        print(f"{rows:>10,} rows  {rounds} rounds  job {job:7.1f} s ({steps})  read+count {count:5.2f} s  "
+              f"full scan {scan:5.2f} s  job/read+count {job / count:6.1f}x  job/full scan {job / scan:5.1f}x  "
+              f"windows {result.counts.get('windows')}")
+    if len(results) > 1:
+        (r0, j0, *_), (r1, j1, *_) = results[0], results[-1]
+        print(f"growth {r0:,} -> {r1:,} rows (x{r1 / r0:.2f}): job time x{j1 / j0:.2f}, "
+              f"time per row x{(j1 / r1) / (j0 / r0):.2f} (1.00 = linear)")
+    spark.stop()
+    if not args.workdir:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""``snapshot``, ``analyze`` and ``synth-history``: the route-history pipeline
+(mqadmin/pipeline/SCHEMA.md documents the files and tables)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..core import EXIT_INTERRUPTED, NamesrvOpt, ProfileOpt, TimeoutOpt, TracebackOpt, error_line, guard
+from ..exit import ExitStatus
+from .diff import Strategy
+
+OutDirOpt = Annotated[Path, typer.Option("--out", help="Directory to write to.", show_default=False)]
+
+
+def _echo(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def snapshot(
+    out: OutDirOpt,
+    every: Annotated[float, typer.Option("--every", min=0.0, help="Seconds between round starts.")] = 60.0,
+    rounds: Annotated[Optional[int], typer.Option("--rounds", min=1, show_default=False,
+                                                  help="Stop after N rounds.")] = None,
+    duration: Annotated[Optional[float], typer.Option("--duration", min=0.0, show_default=False,
+                                                      help="Start no round after S seconds.")] = None,
+    kv: Annotated[Optional[list[str]], typer.Option(
+        "--kv", metavar="NAMESPACE", show_default=False,
+        help="KV namespace to capture (repeatable). Default: ORDER_TOPIC_CONFIG.")] = None,
+    namesrv: NamesrvOpt = None, timeout: TimeoutOpt = None, profile: ProfileOpt = None,
+    traceback: TracebackOpt = False,
+) -> None:
+    """Capture every name server's cluster info, topic list, routes and KV namespaces,
+    one msgpack file per server per round under OUT/<round>/ (written atomically).
+
+    Runs until --rounds or --duration, or Ctrl-C (which finishes the round under way).
+    Exit 0 when every server answered every round, 3 when some did not, 1 when none did.
+    """
+    from ..pipeline.capture import SnapshotPlan, run_snapshot
+    from ..profiles import resolve
+
+    if rounds is not None and duration is not None:
+        raise typer.BadParameter("give --rounds or --duration, not both", param_hint="'--rounds'")
+
+    def body() -> int:
+        target = resolve(namesrv, profile)
+        plan = SnapshotPlan(target.addrs, out, every=every, rounds=rounds, duration=duration,
+                            kv_namespaces=tuple(kv or ("ORDER_TOPIC_CONFIG",)), timeout=timeout or target.timeout or 3.0)
+        _echo(f"snapshot: {len(plan.addrs)} name servers ({target.source}) every {every:g} s into {out}")
+        try:
+            stats = asyncio.run(run_snapshot(plan, _echo, progress=_progress() if sys.stderr.isatty() else None))
+        except asyncio.CancelledError:  # a second Ctrl-C; every file written is whole
+            error_line("interrupted")
+            return EXIT_INTERRUPTED
+        how = "stopped by Ctrl-C" if stats.interrupted else "done"
+        _echo(f"snapshot: {how}: {stats.rounds} rounds, {stats.files} files, {stats.failed} from servers that "
+              "did not answer")
+        if stats.files and not stats.answered:
+            return int(ExitStatus.ERROR)
+        return int(ExitStatus.PARTIAL if stats.failed else ExitStatus.OK)
+
+    raise typer.Exit(code=guard(body, traceback=traceback))
+
+
+def _progress():  # type: ignore[no-untyped-def]
+    last = [0.0]
+
+    def show(addr: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] > 0.2:
+            last[0] = now
+            sys.stderr.write(f"\r  {addr}: {done}/{total} routes\x1b[K")
+            if done == total:
+                sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+    return show
+
+
+def analyze(
+    captures: Annotated[Path, typer.Argument(help="Directory written by snapshot or synth-history.",
+                                             show_default=False)],
+    out: OutDirOpt,
+    master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
+    consumers: Annotated[int, typer.Option("--consumers", min=1, help="Consumers per group for the impact.")] = 2,
+    strategy: Annotated[Strategy, typer.Option(
+        "--strategy", help="Consumers' queue allocation strategy (as diff-namesrv).")] = Strategy.averagely,
+    from_: Annotated[Optional[str], typer.Option("--from", show_default=False,
+                                                 help="First capture time (2026-11-23, ...T08:00[Z], epoch ms).")] = None,
+    to: Annotated[Optional[str], typer.Option("--to", show_default=False, help="End (exclusive), same forms.")] = None,
+    report: Annotated[bool, typer.Option("--report/--no-report", help="Write OUT/report.html.")] = True,
+    traceback: TracebackOpt = False,
+) -> None:
+    """Analyse a capture history with Spark: Parquet tables routes, divergence, windows,
+    brokers, broker_events, summary (and captures) under OUT, partitioned by date and
+    rewritten per date on a re-run; plus OUT/report.html."""
+    from ..pipeline.job import JobOptions, NoCaptures, parse_time, run, session_builder
+
+    def body() -> int:
+        try:
+            opts = JobOptions(str(captures.resolve()), str(out.resolve()), consumers, strategy.value,
+                              None if from_ is None else parse_time(from_), None if to is None else parse_time(to),
+                              report)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        if not captures.is_dir():
+            error_line(f"no such directory: {captures}")
+            return int(ExitStatus.ERROR)
+        if master.startswith("local"):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no lookup of this host's name
+        from pyspark.sql import SparkSession
+
+        existing = SparkSession.getActiveSession()
+        spark = existing or (session_builder(master).config("spark.driver.memory", "4g").getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        started = time.perf_counter()
+        try:
+            result = run(spark, opts, echo=lambda s: _echo(f"analyze: {s}"))
+        except NoCaptures as exc:
+            error_line(str(exc))
+            return int(ExitStatus.ERROR)
+        finally:
+            if existing is None:
+                spark.stop()
+        c = result.counts
+        _echo(f"analyze: {c.get('rounds', 0)} rounds, {c.get('captures', 0)} captures, "
+              f"{c.get('inconsistent', 0)} inconsistent (round, topic) pairs, {c.get('windows', 0)} windows "
+              f"on {', '.join(result.dates)}, {time.perf_counter() - started:.0f} s")
+        _echo(f"analyze: tables under {out}" + (f"; report {result.report}" if result.report else ""))
+        return int(ExitStatus.OK)
+
+    raise typer.Exit(code=guard(body, traceback=traceback))
+
+
+def synth_history(
+    out: OutDirOpt,
+    servers: Annotated[int, typer.Option("--servers", min=1, help="Name servers.")] = 3,
+    brokers: Annotated[int, typer.Option("--brokers", min=1, help="Broker groups (master + slave each).")] = 32,
+    topics: Annotated[int, typer.Option("--topics", min=0, help="Topics (system topics come on top).")] = 10_000,
+    hours: Annotated[float, typer.Option("--hours", min=0.0, help="History length.")] = 24.0,
+    every: Annotated[float, typer.Option("--every", min=1.0, help="Seconds between captures.")] = 300.0,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed: same seed, same files.")] = 1,
+    spread: Annotated[int, typer.Option("--spread", min=1, help="Broker groups per topic.")] = 2,
+    start: Annotated[str, typer.Option("--start", help="Time of the first capture (UTC).")] = "2026-01-01T00:00:00Z",
+    events: Annotated[float, typer.Option("--events", min=0.0, help="Event rate multiplier (0: none).")] = 1.0,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose", help="List the events drawn.")] = False,
+    traceback: TracebackOpt = False,
+) -> None:
+    """Generate a capture history (register periods, partitions, crashes, restarts, perm
+    wipes) in the format snapshot writes, for tests, demos and benchmarks."""
+    from ..pipeline.synth import SynthPlan, describe, synthesize
+
+    def body() -> int:
+        plan = SynthPlan(out, servers=servers, brokers=brokers, topics=topics, hours=hours, every=every, seed=seed,
+                         spread=spread, start=start, events_per_day=events)
+        started = time.perf_counter()
+        tty = sys.stderr.isatty()
+
+        def progress(done: int, total: int) -> None:
+            if tty:
+                sys.stderr.write(f"\rsynth-history: round {done}/{total}\x1b[K")
+
+        result = synthesize(plan, progress)
+        if tty:
+            sys.stderr.write("\r\x1b[K")
+        if verbose:
+            for line in describe(result.events, servers):
+                _echo(f"  {line}")
+        _echo(f"synth-history: {result.rounds} rounds, {result.files} files, {result.route_rows:,} route rows, "
+              f"{len(result.events)} events, {result.bytes / 1e6:,.0f} MB in {time.perf_counter() - started:.1f} s "
+              f"-> {out}")
+        return int(ExitStatus.OK)
+
+    raise typer.Exit(code=guard(body, traceback=traceback))
+

@@ -1,0 +1,175 @@
+"""Writing capture files, and the ``snapshot`` loop that asks every name server each round.
+
+A file is written to a hidden temporary name in its round directory, fsynced, then
+renamed: readers (and Spark, which skips names starting with '.') see a whole file or
+none, whatever happens to the writer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from ..collect import collect_views
+from ..diff import ServerView
+from .schema import SUFFIX, Capture, capture_of, encode_capture, file_name, round_dir_name
+
+Echo = Callable[[str], None]
+
+
+def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory;
+    ``durable`` also fsyncs the file and the directory (synth-history skips that)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    if not durable:
+        return
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # the rename itself survives a crash
+    finally:
+        os.close(dir_fd)
+
+
+def write_capture(out: Path, capture: Capture) -> Path:
+    path = out / round_dir_name(capture.round) / file_name(capture.server)
+    write_atomic(path, encode_capture(capture))
+    return path
+
+
+def capture_files(out: Path) -> Iterator[Path]:
+    """Every capture file under ``out``, sorted by round directory then name."""
+    for round_dir in sorted(p for p in out.iterdir() if p.is_dir() and p.name.isdigit()):
+        yield from sorted(p for p in round_dir.iterdir() if p.name.endswith(SUFFIX) and not p.name.startswith("."))
+
+
+def next_round(out: Path) -> int:
+    """The first round number after those already in ``out`` (0 for a new directory), so
+    that a second ``snapshot`` into the same directory continues the history."""
+    if not out.exists():
+        return 0
+    rounds = [int(p.name) for p in out.iterdir() if p.is_dir() and p.name.isdigit()]
+    return max(rounds) + 1 if rounds else 0
+
+
+# ------------------------------------------------------------------ snapshot ----
+
+
+@dataclass
+class SnapshotStats:
+    rounds: int = 0
+    files: int = 0
+    answered: int = 0  # files of servers that answered (ok)
+    failed: int = 0  # files of servers that did not
+    interrupted: bool = False
+    errors: dict[str, str] = field(default_factory=dict)  # server -> last error
+
+
+@dataclass(frozen=True)
+class SnapshotPlan:
+    addrs: Sequence[str]
+    out: Path
+    every: float = 60.0
+    rounds: int | None = None
+    duration: float | None = None
+    kv_namespaces: Sequence[str] = ("ORDER_TOPIC_CONFIG",)
+    timeout: float = 3.0
+
+
+async def capture_round(plan: SnapshotPlan, round: int, progress: Callable[[str, int, int], None] | None = None
+                        ) -> list[ServerView]:
+    """Ask every name server once and write one file each; returns the views."""
+    captured_ms = time.time_ns() // 1_000_000
+    views = await collect_views(plan.addrs, kv_namespaces=tuple(plan.kv_namespaces), timeout=plan.timeout,
+                                progress=progress)
+    for view in views:
+        write_capture(plan.out, capture_of(view, captured_ms=captured_ms, round=round))
+    return views
+
+
+async def run_snapshot(plan: SnapshotPlan, echo: Echo, *, progress: Callable[[str, int, int], None] | None = None,
+                       stop: asyncio.Event | None = None) -> SnapshotStats:
+    """Capture rounds every ``plan.every`` seconds until ``plan.rounds`` rounds, ``plan.duration``
+    seconds, or ``stop`` is set (Ctrl-C sets it: the round under way is finished and written).
+
+    Round starts are spaced ``every`` seconds apart; a round that takes longer than that
+    is followed at once by the next.
+    """
+    stop = stop or asyncio.Event()
+    stats = SnapshotStats()
+    loop = asyncio.get_running_loop()
+    installed = _install_sigint(loop, stop, echo)
+    try:
+        plan.out.mkdir(parents=True, exist_ok=True)
+        number = next_round(plan.out)
+        began = loop.time()
+        while not stop.is_set():
+            if plan.rounds is not None and stats.rounds >= plan.rounds:
+                break
+            if plan.duration is not None and loop.time() - began >= plan.duration:
+                break
+            started = loop.time()
+            views = await capture_round(plan, number, progress)
+            stats.rounds += 1
+            stats.files += len(views)
+            ok = [v for v in views if v.ok]
+            stats.answered += len(ok)
+            stats.failed += len(views) - len(ok)
+            topics = max((len(v.topics) for v in ok), default=0)
+            echo(f"round {number}: {len(ok)}/{len(views)} name servers answered, {topics} topics, "
+                 f"{loop.time() - started:.1f} s -> {plan.out / round_dir_name(number)}")
+            for view in views:
+                if not view.ok:
+                    stats.errors[view.addr] = str(view.error)
+                    echo(f"round {number}: {view.addr}: {view.error}")
+                for line in view.failures:
+                    echo(f"round {number}: {line}")
+            number += 1
+            if plan.rounds is not None and stats.rounds >= plan.rounds:
+                break
+            wait = started + plan.every - loop.time()
+            if wait > 0:
+                try:
+                    await asyncio.wait_for(stop.wait(), timeout=wait)
+                except asyncio.TimeoutError:
+                    pass
+        stats.interrupted = stop.is_set()
+        return stats
+    finally:
+        if installed:
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+def _install_sigint(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, echo: Echo) -> bool:
+    """First Ctrl-C: finish the round under way, then stop. Second: stop at once (files
+    already written are whole; the round under way may lack some servers)."""
+    task = asyncio.current_task()
+
+    def on_sigint() -> None:
+        if stop.is_set():
+            if task is not None:
+                task.cancel()
+            return
+        stop.set()
+        echo("interrupted: finishing the current round (Ctrl-C again to stop at once)")
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+        return False
+    return True

@@ -1,0 +1,256 @@
+"""``mqadmin analyze``: the PySpark job from capture files to Parquet tables and a report.
+
+Also runnable with ``spark-submit`` (the package must be importable on the executors:
+installed there, or shipped with ``--py-files``)::
+
+    spark-submit --master spark://host:7077 mqadmin/pipeline/job.py CAPTURES --out OUT
+
+Steps, each a Spark action (stderr says which one runs):
+
+1. ingest: the capture files are read with Spark's ``binaryFile`` source and parsed in
+   Python (flatten.py, ``mapInArrow``) into the *captures* and *routes* tables;
+2. divergence: per (round, topic), Spark SQL decides where servers may differ and the
+   diff module (rules.py) is called on those groups only;
+3. windows, brokers, broker_events, summary: window functions and aggregates;
+4. report.html from small aggregates of those tables.
+
+Every table is partitioned by ``date`` and written with dynamic partition overwrite, so
+running the job again replaces exactly the dates it covers. Imports are absolute so that
+the file also runs as a script under spark-submit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Sequence
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from mqadmin.diff import STRATEGIES
+from mqadmin.pipeline import flatten, tables
+
+TABLES = ("captures", "routes", "divergence", "windows", "brokers", "broker_events", "summary")
+#: Files written before the --from bound by more than this are not even read (their
+#: mtime is when they were written, which is after their capture time).
+MTIME_SLACK_MS = 3_600_000
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    src: str
+    out: str
+    consumers: int = 2
+    strategy: str = "averagely"
+    from_ms: int | None = None
+    to_ms: int | None = None
+    report: bool = True
+
+
+@dataclass
+class JobResult:
+    timings: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    dates: list[str] = field(default_factory=list)
+    report: Path | None = None
+
+
+def session_builder(master: str | None = None, app: str = "mqadmin-analyze") -> SparkSession.Builder:
+    """Builder with the settings the job relies on (dynamic overwrite, UTC, no console
+    progress bar). ``master`` None leaves it to spark-submit (or local[*])."""
+    builder = SparkSession.builder.appName(app)
+    if master:
+        builder = builder.master(master)
+    if master and master.startswith("local"):
+        # The default 200 shuffle partitions make every small shuffle (there are many)
+        # cost 200 outputs per task; a few per core is plenty on one machine.
+        builder = builder.config("spark.sql.shuffle.partitions", str(max(4, 4 * (os.cpu_count() or 1))))
+    return (builder
+            .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+
+
+def configure(spark: SparkSession) -> None:
+    """Session settings the job needs, also applied to a session it did not build."""
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+
+
+def parse_time(text: str) -> int:
+    """``2026-11-23``, ``2026-11-23T08:00``, ``...Z`` or ``...+01:00`` (UTC unless
+    given), or milliseconds since the epoch; -> ms."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"not a time: {text!r} (use 2026-11-23, 2026-11-23T08:00[Z|+hh:mm] or epoch ms)") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+def _files(spark: SparkSession, opts: JobOptions) -> DataFrame:
+    files = (spark.read.format("binaryFile").option("pathGlobFilter", "*" + ".msgpack")
+             .option("recursiveFileLookup", "true").load(opts.src))
+    if opts.from_ms is not None:
+        files = files.where(F.col("modificationTime") >= F.timestamp_millis(F.lit(opts.from_ms - MTIME_SLACK_MS)))
+    return files.select("path", "modificationTime", "content")
+
+
+def _write(df: DataFrame, out: str, name: str, schemas: dict[str, StructType]) -> None:
+    df.write.mode("overwrite").partitionBy("date").parquet(f"{out}/{name}")
+    schemas[name] = df.schema
+
+
+def _read(spark: SparkSession, out: str, name: str, dates: Sequence[str], schemas: dict[str, StructType]
+          ) -> DataFrame:
+    # With the schema it was written with: a table with no row (no window in a quiet
+    # history) has no Parquet file to infer one from.
+    return (spark.read.schema(schemas[name]).parquet(f"{out}/{name}")
+            .where(F.col("date").cast("string").isin(list(dates))))
+
+
+def run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None] = lambda s: None) -> JobResult:
+    """Run the whole job with ``spark``; returns timings and row counts (small numbers
+    only; nothing large is collected)."""
+    if opts.consumers < 1:
+        raise ValueError(f"--consumers must be at least 1, got {opts.consumers}")
+    if opts.strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {opts.strategy!r}; expected one of {sorted(STRATEGIES)}")
+    configure(spark)
+    result = JobResult()
+    schemas: dict[str, StructType] = {}
+    out = opts.out.rstrip("/")
+    clock = time.perf_counter()
+
+    def step(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        result.timings[name] = round(now - clock, 3)
+        clock = now
+
+    # 1. ingest. Capture files are a few MB each: small Arrow batches keep the Python
+    # workers' memory flat.
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "8")
+    files = _files(spark, opts)
+    echo("ingest: reading captures")
+    captures = (files.mapInArrow(flatten.map_captures(opts.from_ms, opts.to_ms), from_arrow_schema(flatten.CAPTURES))
+                .withColumn("date", tables.date_of("capture_ms"))
+                .persist(StorageLevel.MEMORY_AND_DISK))
+    _write(captures, out, "captures", schemas)
+    dates = sorted(str(r["d"]) for r in captures.select(F.col("date").cast("string").alias("d")).distinct().collect()
+                   if r["d"] is not None)
+    result.dates = dates
+    if not dates:
+        raise NoCaptures(f"no capture files under {opts.src} in the selected time range")
+    bad_files = captures.where("unreadable").count()
+    result.counts["unreadable_files"] = bad_files
+    if bad_files:
+        echo(f"ingest: {bad_files} unreadable capture files (listed in {out}/captures with unreadable = true)")
+    echo("ingest: flattening routes")
+    routes_in = files.mapInArrow(flatten.map_routes(opts.from_ms, opts.to_ms), from_arrow_schema(flatten.ROUTES))
+    step("captures")
+    _write(routes_in.withColumn("date", tables.date_of("capture_ms"))
+           .withColumn("capture_time", F.timestamp_millis("capture_ms")), out, "routes", schemas)
+    step("routes")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")
+
+    # 2. divergence
+    echo("divergence: comparing servers per round and topic")
+    routes = _read(spark, out, "routes", dates, schemas).where(_in_range(opts))
+    rounds = tables.rounds(captures).persist(StorageLevel.MEMORY_AND_DISK)
+    facts = tables.topic_facts(routes, rounds).persist(StorageLevel.MEMORY_AND_DISK)  # read twice
+    topic_rows = tables.topic_outcomes(routes, facts, rounds, opts.consumers, opts.strategy)
+    cluster_rows = tables.cluster_outcomes(captures, opts.consumers, opts.strategy)
+    _write(tables.divergence(topic_rows, cluster_rows, rounds, opts.consumers), out, "divergence", schemas)
+    facts.unpersist()
+    step("divergence")
+
+    # 3. windows, brokers, summary
+    echo("windows, brokers, summary")
+    div = _read(spark, out, "divergence", dates, schemas)
+    _write(tables.windows(div, rounds), out, "windows", schemas)
+    step("windows")
+    pres = tables.presence(captures, rounds).persist(StorageLevel.MEMORY_AND_DISK)
+    _write(tables.brokers(pres), out, "brokers", schemas)
+    _write(tables.broker_events(pres, rounds), out, "broker_events", schemas)
+    step("brokers")
+    wins = _read(spark, out, "windows", dates, schemas)
+    events = _read(spark, out, "broker_events", dates, schemas)
+    _write(tables.summary(div, wins, events, captures, rounds), out, "summary", schemas)
+    pres.unpersist()
+    step("summary")
+
+    result.counts.update(
+        rounds=rounds.count(),
+        captures=captures.count(),
+        inconsistent=div.where("scope = 'topic' and not agree").count(),
+        windows=wins.count(),
+    )
+    step("counts")
+    if opts.report and ("://" not in out or out.startswith("file:")):  # the page goes to a local OUT only
+        from mqadmin.pipeline.report import write_report
+
+        echo("report: drawing")
+        names = ("captures", "divergence", "windows", "broker_events", "summary")
+        result.report = write_report(out, {name: _read(spark, out, name, dates, schemas) for name in names})
+        step("report")
+    rounds.unpersist()
+    captures.unpersist()
+    return result
+
+
+class NoCaptures(ValueError):
+    """Nothing to analyse: no capture file in the directory and time range."""
+
+
+def _in_range(opts: JobOptions) -> F.Column:
+    cond = F.lit(True)
+    if opts.from_ms is not None:
+        cond = cond & (F.col("capture_ms") >= opts.from_ms)
+    if opts.to_ms is not None:
+        cond = cond & (F.col("capture_ms") < opts.to_ms)
+    return cond
+
+
+# ----------------------------------------------------------------- spark-submit ----
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mqadmin-analyze", description=__doc__.split("\n\n")[0])
+    parser.add_argument("captures")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--master", default=None)
+    parser.add_argument("--consumers", type=int, default=2)
+    parser.add_argument("--strategy", default="averagely", choices=sorted(STRATEGIES))
+    parser.add_argument("--from", dest="from_", default=None)
+    parser.add_argument("--to", default=None)
+    parser.add_argument("--no-report", action="store_true")
+    args = parser.parse_args(argv)
+    opts = JobOptions(args.captures, args.out, args.consumers, args.strategy,
+                      None if args.from_ is None else parse_time(args.from_),
+                      None if args.to is None else parse_time(args.to), not args.no_report)
+    spark = session_builder(args.master).getOrCreate()
+    try:
+        result = run(spark, opts, echo=lambda s: print(s, file=sys.stderr))
+    finally:
+        spark.stop()
+    print(f"{result.counts} {result.timings}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""OUT/report.html: the summary table and three charts, in one self-contained file.
+
+Charts are drawn by plotly in the browser; its JavaScript (about 4.5 MB) is inlined in
+the page, so the file opens offline and fetches nothing: no CDN, no fonts, no MathJax.
+Only small aggregates leave Spark: one row per (round, server), per duration bucket,
+per broker event (at most ``MAX_EVENTS``), per (date, cluster) and the worst windows.
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import plotly.graph_objects as go
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+#: Upper bounds (seconds) of the window-duration buckets; the last is open-ended.
+BUCKETS: tuple[tuple[float, str], ...] = (
+    (60, "< 1 min"), (300, "1-5 min"), (900, "5-15 min"), (1800, "15-30 min"), (3600, "30-60 min"),
+    (7200, "1-2 h"), (21600, "2-6 h"), (float("inf"), "> 6 h"),
+)
+MAX_EVENTS = 5000
+WORST = 20
+CHART_IDS = ("chart-timeline", "chart-windows", "chart-convergence")
+
+
+def collect_report_data(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
+    """The small aggregates the page shows (plain Python values), from the tables
+    ``captures``, ``divergence``, ``windows``, ``broker_events`` and ``summary``."""
+    div, wins, events = frames["divergence"], frames["windows"], frames["broker_events"]
+    summary, captures = frames["summary"], frames["captures"]
+    per_server = (div.where("scope = 'topic' and not agree")
+                  .select("capture_ms", F.explode("differing").alias("server"))
+                  .groupBy("capture_ms", "server").count().collect())
+    totals = (div.where("scope = 'topic' and not agree").groupBy("capture_ms").count().collect())
+    rounds = captures.groupBy("round").agg(F.min("capture_ms").alias("capture_ms")).collect()
+    servers = sorted(r["server"] for r in captures.where("not unreadable").select("server").distinct().collect())
+    bucket = F.lit(len(BUCKETS) - 1)
+    for i, (bound, _) in reversed(list(enumerate(BUCKETS[:-1]))):
+        bucket = F.when(F.col("duration_s") < bound, F.lit(i)).otherwise(bucket)
+    hist = wins.groupBy(bucket.alias("bucket"), "cause").count().collect()
+    ev = (events.where("converge_s is not null").orderBy("start_ms")
+          .select("start_ms", "converge_s", "kind", "broker").limit(MAX_EVENTS).collect())
+    worst = (wins.orderBy(F.desc("duration_s"), "start_ms", "topic").limit(WORST)
+             .select("topic", "start_ms", "end_ms", "duration_s", "open", "servers", "cause", "brokers",
+                     "max_unassigned", "max_doubly_assigned").collect())
+    return {
+        "rounds": sorted(r["capture_ms"] for r in rounds if r["capture_ms"] is not None),
+        "servers": servers,
+        "per_server": [(r["capture_ms"], r["server"], r["count"]) for r in per_server],
+        "totals": {r["capture_ms"]: r["count"] for r in totals},
+        "hist": [(r["bucket"], r["cause"], r["count"]) for r in hist],
+        "events": [r.asDict() for r in ev],
+        "summary": [r.asDict() for r in summary.orderBy("date", "cluster").collect()],
+        "worst": [r.asDict() for r in worst],
+    }
+
+
+def _ts(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc)
+
+
+def timeline_figure(data: dict[str, Any]) -> go.Figure:
+    times = data["rounds"]
+    x = [_ts(t) for t in times]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=x, y=[data["totals"].get(t, 0) for t in times], name="inconsistent topics",
+                             mode="lines", line={"width": 1, "color": "#888", "dash": "dot"}))
+    counts: dict[tuple[int, str], int] = {(t, s): n for t, s, n in data["per_server"]}
+    for server in data["servers"]:
+        fig.add_trace(go.Scatter(x=x, y=[counts.get((t, server), 0) for t in times], name=server, mode="lines",
+                                 line={"shape": "hv"}))
+    fig.update_layout(title="Inconsistent topics per server (the server is outside the majority)",
+                      xaxis_title="capture time (UTC)", yaxis_title="topics", height=380, margin={"t": 50})
+    return fig
+
+
+def windows_figure(data: dict[str, Any]) -> go.Figure:
+    labels = [label for _, label in BUCKETS]
+    causes = sorted({c for _, c, _ in data["hist"]})
+    fig = go.Figure()
+    for cause in causes:
+        y = [0] * len(BUCKETS)
+        for b, c, n in data["hist"]:
+            if c == cause:
+                y[b] += n
+        fig.add_trace(go.Bar(x=labels, y=y, name=cause))
+    if not causes:
+        fig.add_trace(go.Bar(x=labels, y=[0] * len(labels), name="no windows"))
+    fig.update_layout(title="Inconsistency windows by duration and cause", barmode="stack",
+                      xaxis_title="window duration", yaxis_title="windows", height=380, margin={"t": 50})
+    return fig
+
+
+def convergence_figure(data: dict[str, Any]) -> go.Figure:
+    fig = go.Figure()
+    kinds = sorted({e["kind"] for e in data["events"]})
+    for kind in kinds:
+        rows = [e for e in data["events"] if e["kind"] == kind]
+        fig.add_trace(go.Scatter(
+            x=[_ts(e["start_ms"]) for e in rows], y=[e["converge_s"] for e in rows], mode="markers", name=kind,
+            text=[e["broker"] for e in rows], hovertemplate="%{text}<br>%{x}<br>%{y:.0f} s<extra>" + kind + "</extra>",
+        ))
+    if not kinds:
+        fig.add_trace(go.Scatter(x=[], y=[], mode="markers", name="no broker events"))
+    fig.update_layout(title="Time until every name server agreed on a broker, per broker event",
+                      xaxis_title="event start (UTC)", yaxis_title="seconds to converge", height=380,
+                      margin={"t": 50})
+    return fig
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.1f}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_fmt(v) for v in value)
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], table_id: str) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>" for row in rows)
+    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _summary_rows(data: dict[str, Any]) -> list[list[Any]]:
+    rows = []
+    for s in data["summary"]:
+        worst = "; ".join(f"{w['topic']} {w['duration_s'] / 60:.0f} min ({w['cause']})" for w in s["worst_windows"])
+        share = s["consistent_share"]
+        rows.append([s["date"], s["cluster"], "-" if share is None else f"{share * 100:.2f} %", s["windows"],
+                     s["longest_window_s"] and s["longest_window_s"] / 60, worst or "-",
+                     s["unassigned_queue_minutes"], s["doubly_assigned_queue_minutes"],
+                     s["affected_consumer_minutes"], s["broker_events"], s["max_converge_s"]])
+    return rows
+
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 24px; color: #222; }
+table { border-collapse: collapse; margin: 8px 0 24px; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; }
+th { background: #f3f3f3; }
+.chart { margin-bottom: 24px; }
+"""
+
+
+def render_html(data: dict[str, Any]) -> str:
+    figures = (timeline_figure(data), windows_figure(data), convergence_figure(data))
+    charts = []
+    for i, (fig, div_id) in enumerate(zip(figures, CHART_IDS)):
+        charts.append('<div class="chart">' + fig.to_html(
+            full_html=False, include_plotlyjs=(i == 0), div_id=div_id,
+            config={"displaylogo": False, "responsive": True}) + "</div>")
+    summary = _table(["date", "cluster", "consistent", "windows", "longest (min)", "worst windows",
+                      "unassigned queue-min", "doubly assigned queue-min", "consumer-min affected", "broker events",
+                      "slowest convergence (s)"], _summary_rows(data), "summary")
+    worst = _table(["topic", "start", "end", "duration (min)", "open", "servers", "cause", "brokers",
+                    "max unassigned", "max doubly assigned"],
+                   [[w["topic"], _ts(w["start_ms"]), _ts(w["end_ms"]), w["duration_s"] / 60, w["open"], w["servers"],
+                     w["cause"], w["brokers"], w["max_unassigned"], w["max_doubly_assigned"]] for w in data["worst"]],
+                   "worst")
+    span = ""
+    if data["rounds"]:
+        span = f"{_fmt(_ts(data['rounds'][0]))} to {_fmt(_ts(data['rounds'][-1]))} UTC, "
+    head = (f"<h1>Name-server consistency</h1><p>{span}{len(data['rounds'])} rounds, "
+            f"{len(data['servers'])} name servers: {html.escape(', '.join(data['servers']))}</p>")
+    return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>mqadmin analyze report</title>"
+            f"<style>{STYLE}</style></head><body>{head}<h2>Summary per day and cluster</h2>{summary}"
+            + "".join(charts) + f"<h2>Longest windows</h2>{worst}</body></html>")
+
+
+def write_report(out: str, frames: Mapping[str, DataFrame]) -> Path:
+    """Write OUT/report.html (OUT a local directory) from the tables in ``frames``."""
+    path = Path(out.removeprefix("file:")) / "report.html"
+    text = render_html(collect_report_data(frames))
+    tmp = path.with_name(".report.html.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path

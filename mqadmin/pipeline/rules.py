@@ -1,0 +1,204 @@
+"""The diff module applied to grouped rows: the Python half of the divergence table.
+
+The Spark job groups the flattened rows of one (round, topic), rebuilds from them the
+part of each server's view that concerns that topic (its route, whether it is in the
+topic list, its ORDER_TOPIC_CONFIG entry) and calls ``mqadmin.diff.diff_views`` on those
+views. A finding of ``diff_views`` over the whole views concerns one topic or none
+(cluster info, other KV namespaces, config), and restricting every view to one topic
+leaves exactly that topic's findings and impact: so the job's answer for a topic is by
+construction ``diff-namesrv``'s, which the parity test checks. Cluster-wide findings
+come from a second call per round over the cluster info and the other namespaces.
+
+Grouping every topic would cost a ``diff_views`` call per (round, topic); the job first
+drops, in Spark SQL, the groups where every server holds the same route hash, list
+membership and KV value, since ``diff_views`` finds nothing there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import orjson
+import pyarrow as pa
+
+from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
+from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
+
+from ..diff import DiffReport, Finding, Kind, ServerView, diff_views, queue_label
+
+FINDING = pa.struct([
+    ("kind", pa.string()), ("broker", pa.string()), ("subject", pa.string()),
+    ("values", pa.list_(pa.struct([("server", pa.string()), ("value", pa.string())]))),
+])
+#: What the Python step returns per group; job.py adds the round's time and interval.
+OUTCOME = pa.schema([
+    ("round", pa.int32()), ("topic", pa.string()), ("agree", pa.bool_()),
+    ("differing", pa.list_(pa.string())), ("kinds", pa.list_(pa.string())), ("findings", pa.list_(FINDING)),
+    ("brokers", pa.list_(pa.string())), ("clusters", pa.list_(pa.string())),
+    ("affects_clients", pa.bool_()), ("unassigned", pa.int32()), ("doubly_assigned", pa.int32()),
+    ("unassigned_queues", pa.list_(pa.string())), ("doubly_assigned_queues", pa.list_(pa.string())),
+    ("key_hash_breaks", pa.bool_()), ("impact_json", pa.string()),
+])
+
+#: Cause classes of an inconsistency, strongest first; a window's cause is the
+#: strongest class among the kinds it showed.
+CAUSES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("topic_missing", (Kind.ROUTE_MISSING,)),
+    ("broker_missing", (Kind.BROKER_MISSING,)),
+    ("master_missing", (Kind.MASTER_MISSING,)),
+    ("perm", (Kind.PERM,)),
+    ("queue_config", (Kind.READ_QUEUE_NUMS, Kind.WRITE_QUEUE_NUMS, Kind.TOPIC_SYS_FLAG)),
+    ("order_conf", (Kind.ORDER_TOPIC_CONF, Kind.KV_VALUE)),
+    ("addresses", (Kind.BROKER_ADDR, Kind.BROKER_CLUSTER, Kind.FILTER_SERVERS, Kind.CLUSTER_MEMBERS)),
+    ("topic_list", (Kind.TOPIC_LIST_MISSING,)),
+    ("config", (Kind.CONFIG_VALUE,)),
+)
+CAUSE_OF_KIND = {kind: cause for cause, kinds in CAUSES for kind in kinds}
+
+
+# -------------------------------------------------------------- rebuild views ----
+
+
+def route_from_rows(rows: Sequence[Mapping[str, Any]]) -> TopicRouteData:
+    """The route one server gave, from its rows (sorted by broker_seq)."""
+    first = rows[0]
+    return TopicRouteData(
+        queue_datas=tuple(QueueData(r["broker"], r["read_queue_nums"], r["write_queue_nums"], r["perm"],
+                                    r["topic_sys_flag"]) for r in rows if r["has_queue_data"]),
+        broker_datas=tuple(BrokerData(r["cluster"], r["broker"], dict(r["broker_addrs"] or ()))
+                           for r in rows if r["has_broker_data"]),
+        filter_server_table={k: tuple(v or ()) for k, v in (first["filter_servers"] or ())},
+        order_topic_conf=first["order_topic_conf"],
+    )
+
+
+def topic_views(topic: str, servers: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
+                ) -> list[ServerView]:
+    """Each answering server's view restricted to ``topic``, in ``servers`` order.
+
+    ``servers``: one ``{server, has_topic_list, has_order_ns}`` per server that answered
+    in the round; ``rows``: the routes rows of that topic in the round. A server without
+    rows was not asked the route and does not list the topic.
+    """
+    by_server: dict[str, list[Mapping[str, Any]]] = {}
+    for row in rows:
+        by_server.setdefault(row["server"], []).append(row)
+    views = []
+    for info in servers:
+        server = info["server"]
+        mine = sorted(by_server.get(server, ()), key=lambda r: r["broker_seq"])
+        first = mine[0] if mine else None
+        routes: dict[str, TopicRouteData | None] = {}
+        if first is not None and first["asked"]:
+            routes[topic] = route_from_rows(mine) if first["has_route"] else None
+        topic_list = None
+        if info["has_topic_list"]:
+            topic_list = (topic,) if first is not None and first["listed"] else ()
+        kv: dict[str, dict[str, str]] = {}
+        if info["has_order_ns"]:
+            value = None if first is None else first["order_conf_kv"]
+            kv[ORDER_TOPIC_CONFIG] = {} if value is None else {topic: value}
+        views.append(ServerView(server, topic_list=topic_list, topics=routes, kv=kv))
+    return views
+
+
+def cluster_views(captures: Sequence[Mapping[str, Any]]) -> list[ServerView]:
+    """Each server's view of one round without its topics (cluster info, KV namespaces
+    other than ORDER_TOPIC_CONFIG, config), from captures rows."""
+    views = []
+    for c in captures:
+        if not c["ok"]:
+            views.append(ServerView(c["server"], error=c["error"] or "no answer"))
+            continue
+        info = None
+        if c["has_cluster_info"]:
+            info = ClusterInfo(
+                {b["broker"]: BrokerData(b["cluster"], b["broker_name"], dict(b["broker_addrs"] or ()))
+                 for b in c["cluster_brokers"] or ()},
+                {k: tuple(v or ()) for k, v in c["cluster_members"] or ()},
+            )
+        kv = {ns: dict(table or ()) for ns, table in c["kv"] or () if ns != ORDER_TOPIC_CONFIG}
+        config = None if c["config"] is None else dict(c["config"])
+        views.append(ServerView(c["server"], cluster_info=info, kv=kv, config=config))
+    return views
+
+
+# ----------------------------------------------------------------- outcomes ----
+
+
+def differing_servers(findings: Iterable[Finding]) -> list[str]:
+    """Servers outside the majority of at least one finding. The majority of a finding
+    is its largest group of servers; on a tie, the group that has the item (a lost
+    registration is likelier than an extra one), then the group seen first."""
+    odd: set[str] = set()
+    for f in findings:
+        groups = f.groups()
+        best = max(range(len(groups)), key=lambda i: (len(groups[i][1]), groups[i][0] is not None, -i))
+        for i, (_, servers) in enumerate(groups):
+            if i != best:
+                odd.update(servers)
+    return sorted(odd)
+
+
+def outcome(round_no: int, topic: str | None, report: DiffReport, clusters: Iterable[str]) -> dict[str, Any]:
+    """One OUTCOME row from a report restricted to ``topic`` (None: cluster-wide)."""
+    findings = [f for f in report.findings if f.topic == topic]
+    impact = next((i for i in report.impacts if i.topic == topic), None) if topic is not None else None
+    kinds = []
+    for f in findings:
+        if f.kind not in kinds:
+            kinds.append(f.kind)
+    row: dict[str, Any] = {
+        "round": round_no, "topic": topic, "agree": not findings,
+        "differing": differing_servers(findings), "kinds": kinds,
+        "findings": [{"kind": f.kind, "broker": f.broker, "subject": f.subject,
+                      "values": [{"server": s, "value": v} for s, v in f.values]} for f in findings],
+        "brokers": sorted({f.broker for f in findings if f.broker is not None}),
+        "clusters": sorted(set(clusters)) if findings else [],
+        "affects_clients": impact is not None, "unassigned": 0, "doubly_assigned": 0,
+        "unassigned_queues": [], "doubly_assigned_queues": [], "key_hash_breaks": False, "impact_json": None,
+    }
+    if impact is not None:
+        row.update(
+            unassigned=len(impact.consumer.unassigned), doubly_assigned=len(impact.consumer.doubly_assigned),
+            unassigned_queues=[queue_label(q) for q in impact.consumer.unassigned],
+            doubly_assigned_queues=[queue_label(q) for q in impact.consumer.doubly_assigned],
+            key_hash_breaks=impact.producer.key_hash_breaks, impact_json=orjson.dumps(impact.to_obj()).decode(),
+        )
+    return row
+
+
+def topic_outcome(group: Mapping[str, Any], consumers: int, strategy: str) -> dict[str, Any]:
+    """OUTCOME of one (round, topic) group: ``{round, topic, servers, rows}``."""
+    topic = group["topic"]
+    servers = sorted(group["servers"], key=lambda s: s["server"])
+    views = topic_views(topic, servers, group["rows"])
+    report = diff_views(views, consumers=consumers, strategy=strategy)
+    clusters = {r["cluster"] for r in group["rows"] if r["cluster"] is not None}
+    return outcome(group["round"], topic, report, clusters)
+
+
+def cluster_outcome(group: Mapping[str, Any], consumers: int, strategy: str) -> dict[str, Any]:
+    """OUTCOME of one round's cluster-wide comparison: ``{round, captures}``."""
+    captures = sorted(group["captures"], key=lambda c: c["server"])
+    views = cluster_views(captures)
+    report = diff_views(views, consumers=consumers, strategy=strategy)
+    named = {f.broker for f in report.findings if f.broker is not None}
+    clusters = {f.subject for f in report.findings if f.kind == Kind.CLUSTER_MEMBERS}
+    for c in captures:
+        for b in c["cluster_brokers"] or ():
+            if b["broker"] in named:
+                clusters.add(b["cluster"])
+    return outcome(group["round"], None, report, clusters)
+
+
+def map_outcomes(kind: str, consumers: int, strategy: str) -> Any:
+    """The ``mapInArrow`` function over grouped rows ("topic" or "cluster" groups)."""
+    step = topic_outcome if kind == "topic" else cluster_outcome
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            rows = [step(group, consumers, strategy) for group in batch.to_pylist()]
+            if rows:
+                yield pa.RecordBatch.from_pylist(rows, schema=OUTCOME)
+    return run

@@ -1,0 +1,359 @@
+"""The analysis tables as DataFrame transformations (Spark SQL functions, no collect).
+
+Each function takes DataFrames and returns one; job.py wires them, writes them and
+keeps the small ones cached. Conventions shared by every table (SCHEMA.md):
+
+* a *round* is one capture of every server; its time ``capture_ms`` is when it started,
+  ``seq`` its position in time, and ``interval_ms`` the time to the next round: the
+  time that round stands for (0 for the last one). Durations and "minutes" are sums of
+  intervals, so a window's duration is the sum of the intervals of its rounds;
+* ``date`` (UTC) is the partition column: the date of ``capture_ms``, or of a
+  window's or an event's start.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
+
+from mqadmin.pipeline import rules
+
+OUTCOME_SPARK: StructType = from_arrow_schema(rules.OUTCOME)
+
+
+def date_of(ms: str | Column) -> Column:
+    col = F.col(ms) if isinstance(ms, str) else ms
+    return F.to_date(F.timestamp_millis(col))
+
+
+def _empty(field: str) -> Column:
+    return F.lit(None).cast(OUTCOME_SPARK[field].dataType).alias(field)
+
+
+def _array_of(field: str) -> Column:
+    return F.expr(f"cast(array() as {OUTCOME_SPARK[field].dataType.simpleString()})").alias(field)
+
+
+# ------------------------------------------------------------------- rounds ----
+
+
+def rounds(captures: DataFrame) -> DataFrame:
+    """One row per round: time, position, interval, and who answered."""
+    ok = F.col("ok") & ~F.col("unreadable")
+    per = captures.where(F.col("capture_ms").isNotNull()).groupBy("round").agg(
+        F.min("capture_ms").alias("capture_ms"),
+        F.count("*").alias("servers_asked"),
+        F.count_if(ok).alias("servers_answered"),
+        F.array_sort(F.collect_list(F.when(ok, F.col("server")))).alias("servers"),
+        F.collect_list(F.when(ok, F.struct(
+            "server", "has_topic_list",
+            F.coalesce(F.map_contains_key("kv", F.lit(ORDER_TOPIC_CONFIG)), F.lit(False)).alias("has_order_ns"),
+        ))).alias("server_info"),
+        F.count_if(ok & F.col("has_topic_list")).alias("list_servers"),
+        F.count_if(ok & F.coalesce(F.map_contains_key("kv", F.lit(ORDER_TOPIC_CONFIG)), F.lit(False)))
+        .alias("kv_servers"),
+    )
+    # A few thousand rows at most: one partition is right for the global order.
+    order = Window.orderBy("capture_ms", "round")
+    return (per.withColumn("seq", F.row_number().over(order))
+            .withColumn("next_ms", F.lead("capture_ms").over(order))
+            .withColumn("interval_ms", F.coalesce(F.col("next_ms") - F.col("capture_ms"), F.lit(0)))
+            .withColumn("date", date_of("capture_ms")))
+
+
+# --------------------------------------------------------------- divergence ----
+
+
+def topic_facts(routes: DataFrame, rounds_df: DataFrame) -> DataFrame:
+    """Per (round, topic): whether ``diff_views`` could find anything. ``maybe_differs``
+    false means every server that took part holds the same route (hash), the same list
+    membership and the same ORDER_TOPIC_CONFIG value, where the diff finds nothing; true
+    sends the group to the diff itself.
+
+    Values are compared through two hashes (xxhash64 and murmur3, 96 bits together) so
+    that the aggregation is a hash aggregation over longs: min/max over binary or string
+    columns would make Spark sort the whole input. Two different routes of one topic
+    would have to collide on both to be taken as equal.
+    """
+    first = routes.where(F.col("broker_seq") == 0)
+    routed = F.col("asked") & F.col("has_route")
+    has_kv = F.col("order_conf_kv").isNotNull()
+
+    def digests(cond: Column, col: str, name: str) -> list[Column]:
+        h1, h2 = F.when(cond, F.xxhash64(col)), F.when(cond, F.hash(col))
+        return [F.min(h1).alias(f"{name}1_min"), F.max(h1).alias(f"{name}1_max"),
+                F.min(h2).alias(f"{name}2_min"), F.max(h2).alias(f"{name}2_max")]
+
+    facts = first.groupBy("round", "topic").agg(
+        F.bool_or(F.col("asked") & ~F.col("has_route")).alias("none_asked"),
+        F.count_if(routed).alias("routed_n"),
+        *digests(routed, "route_hash", "h"),
+        F.count_if(F.col("listed")).alias("listed_n"),
+        F.count_if(has_kv).alias("kv_n"),
+        *digests(has_kv, "order_conf_kv", "k"),
+    )
+    r = F.broadcast(rounds_df.select("round", "list_servers", "kv_servers"))
+
+    def spread(name: str) -> Column:
+        return (F.col(f"{name}1_min") != F.col(f"{name}1_max")) | (F.col(f"{name}2_min") != F.col(f"{name}2_max"))
+
+    differs = (
+        spread("h")
+        | (F.coalesce(F.col("none_asked"), F.lit(False)) & (F.col("routed_n") > 0))
+        | ((F.col("listed_n") > 0) & (F.col("listed_n") < F.col("list_servers")))
+        | ((F.col("kv_n") > 0) & ((F.col("kv_n") < F.col("kv_servers")) | spread("k")))
+    )
+    return facts.join(r, "round").select("round", "topic", F.coalesce(differs, F.lit(False)).alias("maybe_differs"))
+
+
+ROW_FIELDS = ("server", "asked", "has_route", "listed", "order_conf_kv", "route_hash", "order_topic_conf",
+              "filter_servers", "broker_seq", "broker", "cluster", "has_queue_data", "perm", "read_queue_nums",
+              "write_queue_nums", "topic_sys_flag", "has_broker_data", "broker_addrs", "master_addr")
+
+
+def topic_outcomes(routes: DataFrame, facts: DataFrame, rounds_df: DataFrame, consumers: int,
+                   strategy: str) -> DataFrame:
+    """OUTCOME rows for every (round, topic): the diff's answer where the facts say the
+    servers may differ, an agreeing row built in SQL elsewhere."""
+    suspects = facts.where("maybe_differs").select("round", "topic")
+    groups = (routes.join(suspects, ["round", "topic"], "left_semi")
+              .groupBy("round", "topic").agg(F.collect_list(F.struct(*ROW_FIELDS)).alias("rows"))
+              .join(F.broadcast(rounds_df.select("round", F.col("server_info").alias("servers"))), "round"))
+    diffed = groups.mapInArrow(rules.map_outcomes("topic", consumers, strategy), OUTCOME_SPARK)
+    agreed = facts.where(~F.col("maybe_differs")).select(
+        F.col("round").cast("int"), "topic", F.lit(True).alias("agree"), _array_of("differing"), _array_of("kinds"),
+        _array_of("findings"), _array_of("brokers"), _array_of("clusters"), F.lit(False).alias("affects_clients"),
+        F.lit(0).alias("unassigned"), F.lit(0).alias("doubly_assigned"), _array_of("unassigned_queues"),
+        _array_of("doubly_assigned_queues"), F.lit(False).alias("key_hash_breaks"), _empty("impact_json"),
+    )
+    return diffed.unionByName(agreed)
+
+
+CAPTURE_FIELDS = ("server", "ok", "error", "has_cluster_info", "cluster_brokers", "cluster_members", "kv", "config")
+
+
+def cluster_outcomes(captures: DataFrame, consumers: int, strategy: str) -> DataFrame:
+    """OUTCOME rows of the cluster-wide comparison, one per round."""
+    groups = (captures.where(~F.col("unreadable")).groupBy("round")
+              .agg(F.collect_list(F.struct(*CAPTURE_FIELDS)).alias("captures")))
+    return groups.mapInArrow(rules.map_outcomes("cluster", consumers, strategy), OUTCOME_SPARK)
+
+
+def divergence(topic_rows: DataFrame, cluster_rows: DataFrame, rounds_df: DataFrame, consumers: int) -> DataFrame:
+    r = F.broadcast(rounds_df.select("round", "capture_ms", "seq", "interval_ms", "date", "servers"))
+    both = (topic_rows.withColumn("scope", F.lit("topic"))
+            .unionByName(cluster_rows.withColumn("scope", F.lit("cluster"))))
+    return (both.join(r, "round")
+            .withColumn("capture_time", F.timestamp_millis("capture_ms"))
+            .withColumn("consumers", F.lit(consumers))
+            .select("date", "round", "seq", "capture_ms", "capture_time", "interval_ms", "scope", "topic", "servers",
+                    *[c for c in OUTCOME_SPARK.fieldNames() if c not in ("round", "topic")], "consumers"))
+
+
+# ------------------------------------------------------------------ windows ----
+
+
+def cause_of(kinds: Column) -> Column:
+    """The strongest cause class among ``kinds`` (rules.CAUSES order)."""
+    expr = F.lit("other")
+    for cause, members in reversed(rules.CAUSES):
+        expr = F.when(F.arrays_overlap(kinds, F.array(*[F.lit(k) for k in members])), F.lit(cause)).otherwise(expr)
+    return expr
+
+
+def _union_of(col: str) -> Column:
+    return F.array_sort(F.array_distinct(F.flatten(F.collect_list(col)))).alias(col)
+
+
+def windows(div: DataFrame, rounds_df: DataFrame) -> DataFrame:
+    """Maximal runs of consecutive rounds in which a topic's servers disagree."""
+    bad = div.where((F.col("scope") == "topic") & ~F.col("agree"))
+    run = Window.partitionBy("topic").orderBy("seq")
+    impacted = (F.col("unassigned") + F.col("doubly_assigned")) > 0
+    grouped = (bad.withColumn("island", F.col("seq") - F.row_number().over(run))
+               .groupBy("topic", "island").agg(
+                   F.min("capture_ms").alias("start_ms"), F.max("seq").alias("last_seq"),
+                   F.max("capture_ms").alias("last_ms"), F.count("*").alias("rounds"),
+                   _union_of("differing"), _union_of("kinds"), _union_of("brokers"), _union_of("clusters"),
+                   F.max("unassigned").alias("max_unassigned"), F.max("doubly_assigned").alias("max_doubly_assigned"),
+                   (F.sum(F.col("unassigned") * F.col("interval_ms")) / 60000).alias("unassigned_queue_minutes"),
+                   (F.sum(F.col("doubly_assigned") * F.col("interval_ms")) / 60000)
+                   .alias("doubly_assigned_queue_minutes"),
+                   (F.sum(F.when(impacted, F.col("consumers") * F.col("interval_ms")).otherwise(0)) / 60000)
+                   .alias("affected_consumer_minutes"),
+                   F.bool_or("key_hash_breaks").alias("key_hash_breaks")))
+    nxt = F.broadcast(rounds_df.select((F.col("seq") - 1).alias("last_seq"), F.col("capture_ms").alias("next_ms")))
+    out = grouped.join(nxt, "last_seq", "left")
+    end = F.coalesce(F.col("next_ms"), F.col("last_ms"))
+    return out.select(
+        date_of("start_ms").alias("date"), "topic", "start_ms", end.alias("end_ms"),
+        F.timestamp_millis("start_ms").alias("start"), F.timestamp_millis(end).alias("end"),
+        ((end - F.col("start_ms")) / 1000).alias("duration_s"), F.col("next_ms").isNull().alias("open"),
+        "rounds", F.col("differing").alias("servers"), cause_of(F.col("kinds")).alias("cause"), "kinds", "brokers",
+        "clusters", "max_unassigned", "max_doubly_assigned", "unassigned_queue_minutes",
+        "doubly_assigned_queue_minutes", "affected_consumer_minutes", "key_hash_breaks",
+    )
+
+
+# ------------------------------------------------------------------ brokers ----
+
+
+def presence(captures: DataFrame, rounds_df: DataFrame) -> DataFrame:
+    """(round, server, broker) for every server that gave its cluster info in a round and
+    every broker seen anywhere, with ``present``: whether that server listed it."""
+    answered = captures.where(F.col("ok") & F.col("has_cluster_info")).select("round", "server", "cluster_brokers")
+    listed = answered.select("round", "server", F.explode("cluster_brokers").alias("b")).select(
+        "round", "server", F.col("b.broker").alias("broker"), F.col("b.cluster").alias("cluster"))
+    universe = listed.groupBy("broker").agg(F.max("cluster").alias("home"))
+    grid = answered.select("round", "server").crossJoin(F.broadcast(universe))
+    r = F.broadcast(rounds_df.select("round", "seq", "capture_ms", "interval_ms", "date"))
+    return (grid.join(listed.withColumn("present", F.lit(True)), ["round", "server", "broker"], "left")
+            .select("round", "server", "broker", F.coalesce("cluster", "home").alias("cluster"),
+                    F.coalesce("present", F.lit(False)).alias("present"))
+            .join(r, "round"))
+
+
+def brokers(pres: DataFrame) -> DataFrame:
+    """Per (date, broker, server): how the server listed the broker."""
+    w = Window.partitionBy("broker", "server").orderBy("seq")
+    before = w.rowsBetween(Window.unboundedPreceding, -1)
+    prev = F.lag("present").over(w)
+    marked = pres.select(
+        "*", prev.alias("prev"), F.bool_or("present").over(before).alias("seen_before"))
+    appear = F.col("present") & (F.col("prev") == F.lit(False))
+    disappear = ~F.col("present") & (F.col("prev") == F.lit(True))
+    return marked.groupBy("date", "broker", "server").agg(
+        F.max("cluster").alias("cluster"),
+        F.count("*").alias("rounds"),
+        F.count_if("present").alias("present_rounds"),
+        (F.sum(F.when(F.col("present"), F.col("interval_ms")).otherwise(0)) / 60000).alias("present_minutes"),
+        F.count_if(F.col("present") & F.coalesce(~F.col("prev"), F.lit(True))).alias("registrations"),
+        F.count_if(appear).alias("appears"),
+        F.count_if(disappear).alias("disappears"),
+        F.count_if(appear & F.coalesce(F.col("seen_before"), F.lit(False))).alias("flaps"),
+        F.min(F.when(F.col("present"), F.col("capture_ms"))).alias("first_seen_ms"),
+        F.max(F.when(F.col("present"), F.col("capture_ms"))).alias("last_seen_ms"),
+    )
+
+
+def broker_events(pres: DataFrame, rounds_df: DataFrame) -> DataFrame:
+    """Each time the servers stop agreeing on whether a broker is registered, or switch
+    from all to none or back: the event, and how long until every server agreed again.
+
+    Per (broker, round) the state is ``all`` (every answering server lists it), ``none``
+    or ``split``. A run of ``split`` rounds is one event, classified by the states
+    around it: none->all ``appear``, all->none ``disappear``, all->all ``flap`` (lost on
+    some servers and regained), none->none ``transient``. A direct all<->none change is
+    an ``appear``/``disappear`` that converged within one interval (``converge_s`` 0).
+    ``converged`` false: the history ends before the servers agree.
+    """
+    state = pres.groupBy("broker", "seq").agg(
+        F.max("cluster").alias("cluster"), F.min("capture_ms").alias("capture_ms"),
+        F.count_if("present").alias("n"), F.count("*").alias("of"),
+    ).withColumn("state", F.when(F.col("n") == 0, "none").when(F.col("n") == F.col("of"), "all").otherwise("split"))
+    w = Window.partitionBy("broker").orderBy("seq")
+    changes = state.withColumn("change", F.coalesce(F.col("state") != F.lag("state").over(w), F.lit(True)).cast("int"))
+    runs = (changes.withColumn("run", F.sum("change").over(w.rowsBetween(Window.unboundedPreceding, 0)))
+            .groupBy("broker", "run").agg(
+                F.first("state").alias("state"), F.max("cluster").alias("cluster"),
+                F.min("seq").alias("start_seq"), F.max("seq").alias("end_seq"),
+                F.min("capture_ms").alias("start_ms")))
+    wr = Window.partitionBy("broker").orderBy("run")
+    runs = runs.select("*", F.lag("state").over(wr).alias("before"), F.lead("state").over(wr).alias("after"),
+                       F.lead("start_ms").over(wr).alias("after_ms"))
+    split = runs.where(F.col("state") == "split")
+    kind = (F.when((F.col("before") == "none") & (F.col("after") == "all"), "appear")
+            .when((F.col("before") == "all") & (F.col("after") == "none"), "disappear")
+            .when((F.col("before") == "all") & (F.col("after") == "all"), "flap")
+            .when((F.col("before") == "none") & (F.col("after") == "none"), "transient")
+            .when(F.col("before").isNull() & (F.col("after") == "all"), "appear")
+            .when(F.col("before").isNull() & (F.col("after") == "none"), "disappear")
+            .when(F.col("before") == "none", "appear")
+            .when(F.col("before") == "all", "disappear")
+            .otherwise("unknown"))
+    final = F.when(F.col("after") == "all", True).when(F.col("after") == "none", False) \
+        .when(F.col("before") == "none", True).otherwise(False)
+    episodes = split.select("broker", "cluster", "start_seq", "end_seq", "start_ms", kind.alias("kind"),
+                            final.alias("final"), F.col("after_ms").alias("converged_ms"))
+    direct = runs.where((F.col("state") != "split") & F.col("before").isin("all", "none")
+                        & (F.col("before") != F.col("state"))).select(
+        "broker", "cluster", "start_seq", F.col("start_seq").alias("end_seq"), "start_ms",
+        F.when(F.col("state") == "all", "appear").otherwise("disappear").alias("kind"),
+        (F.col("state") == "all").alias("final"), F.col("start_ms").alias("converged_ms"))
+    # Small (one row per event), and read three times below.
+    events = episodes.unionByName(direct).localCheckpoint()
+    # Per server: the first round from which it showed the final state for good.
+    bad = (pres.alias("p").join(events.alias("e"), (F.col("p.broker") == F.col("e.broker"))
+                                & F.col("p.seq").between(F.col("e.start_seq"), F.col("e.end_seq")))
+           .groupBy("e.broker", "e.start_seq", "p.server")
+           .agg(F.max(F.when(F.col("p.present") != F.col("e.final"), F.col("p.seq"))).alias("last_bad")))
+    times = F.broadcast(rounds_df.select(F.col("seq").alias("good_seq"), F.col("capture_ms").alias("good_ms")))
+    lags = (bad.join(times, F.col("last_bad") + 1 == F.col("good_seq"), "left")
+            .join(events.select("broker", "start_seq", "start_ms"), ["broker", "start_seq"])
+            .select("broker", "start_seq", "server",
+                    F.when(F.col("last_bad").isNull(), F.lit(0.0))
+                    .otherwise((F.col("good_ms") - F.col("start_ms")) / 1000).alias("lag_s"))
+            .groupBy("broker", "start_seq").agg(
+                F.array_sort(F.collect_list(F.struct("server", "lag_s"))).alias("server_lags"),
+                F.array_sort(F.collect_list(F.when(F.col("lag_s").isNull() | (F.col("lag_s") > 0), F.col("server"))))
+                .alias("servers")))
+    return (events.join(lags, ["broker", "start_seq"], "left").select(
+        date_of("start_ms").alias("date"), "broker", "cluster", "kind", "start_ms",
+        F.timestamp_millis("start_ms").alias("start"), "converged_ms", F.col("converged_ms").isNotNull().alias("converged"),
+        ((F.col("converged_ms") - F.col("start_ms")) / 1000).alias("converge_s"),
+        (F.col("end_seq") - F.col("start_seq") + 1).alias("rounds"), "servers", "server_lags"))
+
+
+# ------------------------------------------------------------------ summary ----
+
+
+def summary(div: DataFrame, wins: DataFrame, events: DataFrame, captures: DataFrame, rounds_df: DataFrame
+            ) -> DataFrame:
+    """Per (date, cluster): how much of the time every topic of the cluster agreed, the
+    worst windows, and queue and consumer minutes affected."""
+    no_cluster = F.lit("-")
+    bad = (div.where((F.col("scope") == "topic") & ~F.col("agree"))
+           .select("round", "topic", "unassigned", "doubly_assigned", "consumers",
+                   F.explode(F.when(F.size("clusters") > 0, F.col("clusters")).otherwise(F.array(no_cluster)))
+                   .alias("cluster")))
+    impacted = (F.col("unassigned") + F.col("doubly_assigned")) > 0
+    per_rc = bad.groupBy("round", "cluster").agg(
+        F.count("*").alias("bad_topics"), F.sum("unassigned").alias("unassigned"),
+        F.sum("doubly_assigned").alias("doubly"),
+        F.sum(F.when(impacted, F.col("consumers")).otherwise(0)).alias("consumers_hit"))
+    known = (captures.where(F.col("ok") & F.col("has_cluster_info"))
+             .select("round", F.explode("cluster_brokers.cluster").alias("cluster")))
+    rc = known.unionByName(per_rc.select("round", "cluster")).distinct()
+    r = F.broadcast(rounds_df.select("round", "date", "interval_ms"))
+    base = rc.join(r, "round").join(per_rc, ["round", "cluster"], "left")
+    iv = F.col("interval_ms")
+    by_day = base.groupBy("date", "cluster").agg(
+        F.count("*").alias("rounds"),
+        (F.sum(iv) / 1000).alias("observed_s"),
+        (F.sum(F.when(F.col("bad_topics").isNull(), iv).otherwise(0)) / 1000).alias("consistent_s"),
+        F.max(F.coalesce("bad_topics", F.lit(0))).alias("max_inconsistent_topics"),
+        (F.sum(F.coalesce("unassigned", F.lit(0)) * iv) / 60000).alias("unassigned_queue_minutes"),
+        (F.sum(F.coalesce("doubly", F.lit(0)) * iv) / 60000).alias("doubly_assigned_queue_minutes"),
+        (F.sum(F.coalesce("consumers_hit", F.lit(0)) * iv) / 60000).alias("affected_consumer_minutes"),
+    ).withColumn("consistent_share", F.try_divide(F.col("consistent_s"), F.col("observed_s")))
+    win_cluster = F.explode(F.when(F.size("clusters") > 0, F.col("clusters")).otherwise(F.array(no_cluster)))
+    worst = wins.select("*", win_cluster.alias("cluster")).groupBy("date", "cluster").agg(
+        F.count("*").alias("windows"), F.max("duration_s").alias("longest_window_s"),
+        F.slice(F.sort_array(F.collect_list(F.struct("duration_s", "topic", "start", "cause", "servers")),
+                             asc=False), 1, 3).alias("worst_windows"))
+    conv = events.groupBy("date", "cluster").agg(
+        F.count("*").alias("broker_events"), F.max("converge_s").alias("max_converge_s"),
+        F.count_if(~F.col("converged")).alias("unconverged_events"))
+    return (by_day.join(worst, ["date", "cluster"], "left").join(conv, ["date", "cluster"], "left")
+            .select("date", "cluster", "rounds", "observed_s", "consistent_s", "consistent_share",
+                    "max_inconsistent_topics", F.coalesce("windows", F.lit(0)).alias("windows"), "longest_window_s",
+                    F.coalesce("worst_windows", F.expr("array()").cast(
+                        "array<struct<duration_s:double,topic:string,start:timestamp,cause:string,"
+                        "servers:array<string>>>")).alias("worst_windows"),
+                    "unassigned_queue_minutes", "doubly_assigned_queue_minutes", "affected_consumer_minutes",
+                    F.coalesce("broker_events", F.lit(0)).alias("broker_events"), "max_converge_s",
+                    F.coalesce("unconverged_events", F.lit(0)).alias("unconverged_events")))

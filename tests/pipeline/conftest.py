@@ -1,0 +1,105 @@
+"""One local SparkSession for every pipeline test (the job never builds its own when one
+is active), and the helpers that write capture histories by hand."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import pytest
+
+from mqadmin.diff import ServerView
+from mqadmin.pipeline.capture import write_capture
+from mqadmin.pipeline.schema import capture_of
+
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+MINUTE = 60_000
+
+
+def write_history(out: Path, rounds: Sequence[Sequence[ServerView]], *, start_ms: int = T0,
+                  every_ms: int = MINUTE) -> list[int]:
+    """One capture file per view, round i at ``start_ms + i * every_ms``; the round times."""
+    times = []
+    for i, views in enumerate(rounds):
+        t = start_ms + i * every_ms
+        times.append(t)
+        for view in views:
+            write_capture(out, capture_of(view, captured_ms=t, round=i))
+    return times
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from mqadmin.pipeline.job import session_builder
+
+    session = (session_builder("local[2]", app="mqadmin-tests")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.adaptive.coalescePartitions.initialPartitionNum", "2")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+# ------------------------------------------------------- a history written by hand ----
+
+A, B, C = "10.0.0.1:9876", "10.0.0.2:9876", "10.0.0.3:9876"
+
+
+def hand_rounds() -> list[list[ServerView]]:
+    """Nine rounds, a minute apart, of three servers:
+
+    * 0-1 agree; 2-4 B has lost broker-b (cluster info, ``orders`` on broker-a only, no
+      ``t2``); 5 agree again;
+    * 6: a perm wipe only A got, a queue-count change only C has, ORDER_TOPIC_CONFIG on A
+      only (B has the namespace empty, C lacks it), another namespace differing, C without
+      the master of ``t3``;
+    * 7: C unreachable, B's topic list failed, A and B disagree on a slave address;
+    * 8 agree.
+    """
+    from nameserver.protocol.bodies import QueueData, TopicRouteData
+    from tests.diff.views import bd, route, view, wiped, with_addrs
+
+    def agreeing(addr: str) -> ServerView:
+        return view(addr, {"orders": route("broker-a", "broker-b"), "t2": route("broker-b"), "t3": route("broker-a")})
+
+    def lost_b(addr: str) -> ServerView:
+        return view(addr, {"orders": route("broker-a"), "t2": None, "t3": route("broker-a")}, brokers=("broker-a",))
+
+    r6 = [
+        view(A, {"orders": wiped("broker-a", "broker-b"), "t2": route("broker-b"), "t3": route("broker-a")},
+             kv={"ORDER_TOPIC_CONFIG": {"orders": "broker-a:4;broker-b:4"}, "NS": {"k": "1"}}),
+        view(B, {"orders": route("broker-a", "broker-b"), "t2": route("broker-b"), "t3": route("broker-a")},
+             kv={"ORDER_TOPIC_CONFIG": {}, "NS": {"k": "2"}}),
+        view(C, {"orders": route("broker-a", "broker-b"),
+                 "t2": TopicRouteData((QueueData("broker-b", 8, 8, 6),), (bd("broker-b"),)),
+                 "t3": with_addrs("broker-a", {1: "10.0.0.2:10911"})}),
+    ]
+    moved = with_addrs("broker-a", {0: "10.0.0.1:10911", 1: "10.9.9.9:10911"})
+    b7 = agreeing(B)
+    r7 = [
+        view(A, {"orders": route("broker-a", "broker-b"), "t2": route("broker-b"), "t3": route("broker-a")}),
+        ServerView(B, latency_ms=1.0, cluster_info=b7.cluster_info, topic_list=None,
+                   topics={"orders": route("broker-a", "broker-b"), "t2": route("broker-b"), "t3": moved}),
+        ServerView(C, error="10.0.0.3:9876: GET_BROKER_CLUSTER_INFO (106): connection refused"),
+    ]
+    rounds = [[agreeing(s) for s in (A, B, C)] for _ in range(2)]
+    rounds += [[agreeing(A), lost_b(B), agreeing(C)] for _ in range(3)]
+    rounds += [[agreeing(s) for s in (A, B, C)], r6, r7, [agreeing(s) for s in (A, B, C)]]
+    return rounds
+
+
+@pytest.fixture(scope="session")
+def hand_history(spark: object, tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """The hand-written history, analysed once by the job (consumers=2)."""
+    from mqadmin.pipeline.job import JobOptions, run
+
+    base = tmp_path_factory.mktemp("hand")
+    rounds = hand_rounds()
+    times = write_history(base / "captures", rounds)
+    result = run(spark, JobOptions(str(base / "captures"), str(base / "out"), consumers=2))  # type: ignore[arg-type]
+    return {"rounds": rounds, "times": times, "out": base / "out", "result": result}

@@ -1,0 +1,131 @@
+"""End to end: real name servers and simulated brokers (``mqadmin fixture up``) with a
+partition in the middle, ``mqadmin snapshot`` against them, ``mqadmin analyze``: the
+window in the windows table and in report.html is the one the capture files show."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from mqadmin.cli import app
+from mqadmin.diff import diff_views
+from mqadmin.pipeline.capture import capture_files
+from mqadmin.pipeline.schema import decode_capture
+from tests.fixtures_sim.harness import FixtureProcess
+
+# At --speed 20: registrations every 1.5 s, expiry after 6 s. broker-b stops reaching
+# ns2 at 2 s, ns2 drops it about 6 s later, and lists it again soon after 13 s.
+FIXTURE = """
+name: pipeline-partition
+nameServers:
+  - name: ns1
+  - name: ns2
+clusters: [DefaultCluster]
+brokers:
+  - name: broker-a
+  - name: broker-b
+topics:
+  - name: orders
+    queues: 4
+    brokers: [broker-a, broker-b]
+timeline:
+  - at: 40s
+    do: partition
+    broker: broker-b
+    servers: [ns2]
+  - at: 260s
+    do: heal
+    broker: broker-b
+    servers: [ns2]
+duration: 600s
+"""
+
+
+def test_snapshot_then_analyze_finds_the_partition(spark: Any, tmp_path: Path) -> None:
+    fixture = tmp_path / "partition.yaml"
+    fixture.write_text(FIXTURE)
+    captures, out = tmp_path / "captures", tmp_path / "out"
+    proc = FixtureProcess(fixture, "--speed", "20")
+    try:
+        addrs = proc.wait_ready(timeout=30)
+        ns2 = proc.servers["ns2"]
+        snap = CliRunner().invoke(app, ["snapshot", "-n", addrs, "--out", str(captures), "--every", "0.5",
+                                        "--duration", "18", "--timeout", "2"])
+    finally:
+        proc.interrupt()
+    assert snap.exit_code == 0, snap.output
+    assert "round 0: 2/2 name servers answered" in snap.output
+
+    # What the files say: the rounds in which the servers disagree on 'orders'.
+    by_round: dict[int, list[Any]] = {}
+    for path in capture_files(captures):
+        cap = decode_capture(path.read_bytes())
+        by_round.setdefault(cap.round, []).append(cap)
+    times = {r: caps[0].captured_ms for r, caps in by_round.items()}
+    bad = [r for r, caps in sorted(by_round.items())
+           if any(f.topic == "orders" for f in diff_views(sorted((c.server_view() for c in caps),
+                                                                 key=lambda v: v.addr)).findings)]
+    assert bad and bad == list(range(bad[0], bad[-1] + 1)), bad  # one contiguous run
+    assert bad[0] > 0 and bad[-1] < max(times)  # it starts and ends within the capture
+
+    result = CliRunner().invoke(app, ["analyze", str(captures), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    windows = [r.asDict() for r in spark.read.parquet(str(out / "windows")).where("topic = 'orders'").collect()]
+    assert len(windows) == 1
+    (w,) = windows
+    assert (w["start_ms"], w["end_ms"], w["open"]) == (times[bad[0]], times[bad[-1] + 1], False)
+    assert w["duration_s"] == (times[bad[-1] + 1] - times[bad[0]]) / 1000
+    assert 3 <= w["duration_s"] <= 12
+    assert (w["servers"], w["cause"], w["brokers"]) == ([ns2], "broker_missing", ["broker-b"])
+    assert w["max_unassigned"] == 4 and w["max_doubly_assigned"] == 2
+
+    from tests.pipeline.test_report import assert_charts_drawn
+
+    text = assert_charts_drawn(out / "report.html", tmp_path)
+    start = datetime.fromtimestamp(w["start_ms"] / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    assert "orders" in text and start in text
+
+
+@pytest.mark.parametrize("args", [["--rounds", "1", "--duration", "1"]])
+def test_snapshot_usage_errors(args: list[str], tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["snapshot", "-n", "127.0.0.1:1", "--out", str(tmp_path), *args])
+    assert result.exit_code == 2
+
+
+def test_snapshot_of_unreachable_server_writes_error_captures(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["snapshot", "-n", "127.0.0.1:1", "--out", str(tmp_path), "--rounds", "2",
+                                      "--every", "0", "--timeout", "0.5"])
+    assert result.exit_code == 1, result.output
+    caps = [decode_capture(p.read_bytes()) for p in capture_files(tmp_path)]
+    assert [(c.round, c.ok) for c in caps] == [(0, False), (1, False)]
+    assert "127.0.0.1:1" in caps[0].error
+
+
+def test_ctrl_c_finishes_the_round_under_way(namesrv: Any, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "mqadmin", "snapshot", "-n", namesrv.addr, "--out", str(tmp_path),
+                             "--every", "0.2"], stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    lines = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        lines.append(line)
+        if line.startswith("round 1:"):
+            break
+    proc.send_signal(signal.SIGINT)
+    rest = proc.communicate(timeout=30)[1]
+    assert proc.returncode == 0, "".join(lines) + rest
+    assert "stopped by Ctrl-C" in rest
+    caps = [decode_capture(p.read_bytes()) for p in capture_files(tmp_path)]
+    assert len(caps) >= 2 and all(c.ok for c in caps)
+    assert [c.round for c in caps] == list(range(len(caps)))
+    assert not [p for p in tmp_path.rglob(".*")]  # no temporary left behind

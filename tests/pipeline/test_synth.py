@@ -1,0 +1,61 @@
+"""synth-history: deterministic files in the capture format, following the name
+server's registration and expiry rules."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from mqadmin.cli import app
+from mqadmin.diff import diff_views
+from mqadmin.pipeline.capture import capture_files
+from mqadmin.pipeline.schema import decode_capture
+from mqadmin.pipeline.synth import EXPIRY_MS, PERIOD_MS, SCAN_MS, Event, SynthPlan, _build, _Fleet, listed, synthesize
+
+
+def test_same_seed_same_files(tmp_path: Path) -> None:
+    plan = dict(servers=3, brokers=4, topics=40, hours=2, every=600, seed=9, events_per_day=40)
+    one = synthesize(SynthPlan(tmp_path / "a", **plan))  # type: ignore[arg-type]
+    two = synthesize(SynthPlan(tmp_path / "b", **plan))  # type: ignore[arg-type]
+    assert one.events and [e.kind for e in one.events] == [e.kind for e in two.events]
+    files_a = [p.read_bytes() for p in capture_files(tmp_path / "a")]
+    assert files_a == [p.read_bytes() for p in capture_files(tmp_path / "b")]
+    assert len(files_a) == one.files == 3 * 12
+
+
+def test_files_are_captures_of_a_plausible_cluster(tmp_path: Path) -> None:
+    synthesize(SynthPlan(tmp_path, servers=2, brokers=32, topics=100, hours=0.2, every=600, events_per_day=0))
+    caps = [decode_capture(p.read_bytes()) for p in capture_files(tmp_path)]
+    assert [(c.round, c.server) for c in caps] == [(0, "10.0.0.1:9876"), (0, "10.0.0.2:9876")]
+    views = [c.server_view() for c in caps]
+    v = views[0]
+    assert v.cluster_info is not None and sorted(v.cluster_info.cluster_addr_table) == ["cluster-a", "cluster-b"]
+    assert len(v.cluster_info.broker_addr_table) == 32
+    route = v.topics["topic-00000"]
+    assert route is not None and len(route.queue_datas) == 2 and route.broker_datas[0].broker_addrs.keys() == {0, 1}
+    assert set(v.topic_list or ()) == set(v.topics)  # every listed topic asked, as collect_views does
+    assert "TBW102" in v.topics and "ORDER_TOPIC_CONFIG" in v.kv
+    assert diff_views(views).agree  # no event: the servers agree
+
+
+def test_partitioned_broker_expires_then_returns() -> None:
+    hour = 3_600_000
+    fleet = _Fleet(0, hour, 2, 1, random.Random(1))
+    cut, heal = 20 * 60_000, 40 * 60_000
+    fleet.events.append(Event("partition", cut, heal, broker=0, server=1))
+    _build(fleet)
+    assert listed(fleet, 1, 0, cut - 1) and listed(fleet, 0, 0, cut + 10 * 60_000)
+    assert listed(fleet, 1, 0, cut + 60_000)  # not yet expired
+    assert not listed(fleet, 1, 0, cut + EXPIRY_MS + SCAN_MS + PERIOD_MS)
+    assert not listed(fleet, 1, 0, heal - 1)
+    assert listed(fleet, 1, 0, heal + PERIOD_MS + 1)  # the first registration after the heal
+
+
+def test_cli(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["synth-history", "--out", str(tmp_path), "--servers", "2", "--brokers", "2",
+                                      "--topics", "5", "--hours", "1", "--every", "1200", "--events", "0", "-v"])
+    assert result.exit_code == 0, result.output
+    assert "synth-history: 3 rounds, 6 files" in result.output
+    assert len(list(capture_files(tmp_path))) == 6
