@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 from .codes import FLAG_ONEWAY, FLAG_RESPONSE, VERSION_V4_9_8, SerializeType
@@ -104,4 +104,4 @@ def request(
     )
 
 
-__all__ = ["RemotingCommand", "request", "next_opaque", "field"]
+__all__ = ["RemotingCommand", "request", "next_opaque"]

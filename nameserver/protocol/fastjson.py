@@ -93,14 +93,6 @@ def dumps_long_key_map(mapping: dict[int, str], *, standard: bool) -> str:
     return "{" + inner + "}"
 
 
-def dumps_str_map(mapping: dict[str, Any], value_writer: Any, *, sort: bool) -> str:
-    keys = sorted(mapping) if sort else mapping
-    standard = sort
-    return "{" + ",".join(
-        f"{dumps_str(k, standard=standard)}:{value_writer(mapping[k])}" for k in keys
-    ) + "}"
-
-
 def dumps_plain(obj: Any) -> str:
     """Compact JSON for simple values (lists of strings, string maps) in default mode."""
     out = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))

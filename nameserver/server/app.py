@@ -9,7 +9,7 @@ import os
 import signal
 import socket
 import time
-from typing import Any
+from typing import Any, Callable
 
 from .. import snapshot
 from ..registry.clock import system_clock
@@ -90,14 +90,16 @@ class NameServer:
         snapshot.write(path, self.routes.export_state(), system_clock())
         self._snapshot_generation = generation
 
-    async def _snapshot_loop(self) -> None:
-        interval = max(self.config["routeSnapshotInterval"], 10) / 1000
+    async def _every(self, interval_ms: int, job: Callable[[], None], what: str) -> None:
+        """Run ``job`` every ``interval_ms`` (at least 10 ms); a failure is logged and the
+        next round still runs, so a periodic job never dies silently."""
+        interval = max(interval_ms, 10) / 1000
         while True:
             await asyncio.sleep(interval)
             try:
-                self.write_snapshot()
-            except Exception as exc:
-                log.error("route snapshot not written: %s", exc)
+                job()
+            except Exception:
+                log.exception("%s failed", what)
 
     async def start(self) -> None:
         """Bind and listen. Raises OSError (port in use, bad address) for the CLI to report."""
@@ -110,22 +112,15 @@ class NameServer:
         sock = self._server.sockets[0]
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.host, self.port = host, sock.getsockname()[1]
-        self._tasks.append(asyncio.create_task(self._scan_loop(), name="scan-not-active"))
+        self._tasks.append(asyncio.create_task(
+            self._every(self.config["scanNotActiveBrokerInterval"], self.scan_once, "broker scan"), name="scan"))
         if self.config["routeSnapshotPath"]:
-            self._tasks.append(asyncio.create_task(self._snapshot_loop(), name="route-snapshot"))
+            self._tasks.append(asyncio.create_task(self._every(
+                self.config["routeSnapshotInterval"], self.write_snapshot, "route snapshot"), name="route-snapshot"))
         if self.config["metricsPort"] >= 0:
             self.metrics = Metrics(self)
             self.metrics_port = self.metrics.serve(host, self.config["metricsPort"])
             log.info("metrics on http://%s:%d/metrics", host, self.metrics_port)
-
-    async def _scan_loop(self) -> None:
-        interval = max(self.config["scanNotActiveBrokerInterval"], 10) / 1000
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                self.scan_once()
-            except Exception:  # never let the scan die silently
-                log.exception("broker scan failed")
 
     def scan_once(self) -> None:
         for removal in self.routes.scan_not_active():

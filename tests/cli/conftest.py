@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -36,10 +37,10 @@ def addrs(trio: list[NameServerProcess]) -> list[str]:
     return [ns.addr for ns in trio]
 
 
-@pytest.fixture
-def brokers() -> Iterator[Callable[..., list[RawClient]]]:
-    """``brokers(ns_addrs, name, addr, topics, cluster=...)`` registers a broker on those
-    name servers and keeps the connections open until the test ends."""
+@contextmanager
+def kept_brokers() -> Iterator[Callable[..., list[RawClient]]]:
+    """``reg(ns_addrs, name, addr, topics, cluster=...)`` registers a broker on those name
+    servers over connections kept open (closing one unregisters it) until the block ends."""
     held: list[RawClient] = []
 
     def reg(ns_addrs: list[str], name: str, addr: str, topics: dict[str, int], **kw: Any) -> list[RawClient]:
@@ -47,9 +48,17 @@ def brokers() -> Iterator[Callable[..., list[RawClient]]]:
         held.extend(clients)
         return clients
 
-    yield reg
-    for c in held:
-        c.close()
+    try:
+        yield reg
+    finally:
+        for c in held:
+            c.close()
+
+
+@pytest.fixture
+def brokers() -> Iterator[Callable[..., list[RawClient]]]:
+    with kept_brokers() as reg:
+        yield reg
 
 
 @pytest.fixture

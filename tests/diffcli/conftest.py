@@ -18,8 +18,7 @@ import pytest
 from nameserver.protocol.bodies import ClusterInfo
 from nameserver.protocol.codes import RequestCode, ResponseCode
 from nameserver.protocol.command import request
-from tests.cli.conftest import Run, addrs, cli, fake_server, trio  # noqa: F401  (fixtures)
-from tests.cli.fakes import register
+from tests.cli.conftest import Run, addrs, cli, fake_server, kept_brokers, trio  # noqa: F401  (fixtures)
 from tests.nsprocess import RawClient
 
 Brokers = Callable[..., list[RawClient]]
@@ -53,16 +52,9 @@ def wait_until(check: Callable[[], bool], what: str, timeout: float = 5.0) -> No
 @pytest.fixture
 def brokers(addrs: list[str]) -> Iterator[Brokers]:  # noqa: F811
     """``brokers(ns_addrs, name, addr, topics, **kw)`` registers a broker on those name
-    servers (topics: name -> queue count) over connections kept open until the test ends."""
-    held: list[RawClient] = []
-
-    def reg(ns_addrs: list[str], name: str, addr: str, topics: dict[str, int], **kw: Any) -> list[RawClient]:
-        clients = register(ns_addrs, name, addr, topics, **kw)
-        held.extend(clients)
-        return clients
-
-    yield reg
-    for c in held:
-        c.close()
+    servers (topics: name -> queue count) over connections kept open until the test ends,
+    then waits until every server has dropped them."""
+    with kept_brokers() as reg:
+        yield reg
     for addr in addrs:
         wait_until(lambda: not cluster_info(addr).broker_addr_table, f"brokers to leave {addr}")
