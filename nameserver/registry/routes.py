@@ -422,24 +422,28 @@ class RouteTable:
 
     def import_state(self, state: Mapping[str, Any]) -> None:
         """Replace the tables with an exported state; every broker is live as of now and
-        expires like any other unless it registers again (on a new connection)."""
+        expires like any other unless it registers again (on a new connection). All or
+        nothing: malformed state raises (KeyError, TypeError, ValueError, IndexError)
+        before any table is touched."""
         now = self._clock()
-        self.topic_queue_table = {
+        topics = {
             str(t): {str(q[0]): self._queue_data(str(q[0]), TopicConfig(str(t), int(q[1]), int(q[2]), int(q[3]),
                                                                          topic_sys_flag=int(q[4]))) for q in queues}
             for t, queues in state["topics"].items()
         }
-        self.broker_addr_table = {
+        groups = {
             str(n): _Group(str(g[0]), str(n), {int(bid): str(addr) for bid, addr in g[1]})
             for n, g in state["brokers"].items()
         }
-        self.cluster_addr_table = {str(c): {str(m) for m in members} for c, members in state["clusters"].items()}
-        self.broker_live_table = {
+        clusters = {str(c): {str(m) for m in members} for c, members in state["clusters"].items()}
+        live = {
             str(addr): BrokerLive(now, DataVersion(int(v[0]), int(v[1]), None if v[2] is None else int(v[2])),
                                   None, str(v[3]), int(v[4]))
             for addr, v in state["live"].items()
         }
-        self.filter_server_table = {str(a): [str(x) for x in fs] for a, fs in state["filters"].items()}
+        filters = {str(a): [str(x) for x in fs] for a, fs in state["filters"].items()}
+        self.topic_queue_table, self.broker_addr_table, self.cluster_addr_table = topics, groups, clusters
+        self.broker_live_table, self.filter_server_table = live, filters
         self._conn_addrs = {}
         self._changed()
 

@@ -74,8 +74,6 @@ class NameServer:
         try:
             self.routes.import_state(state)
         except (KeyError, TypeError, ValueError, IndexError) as exc:
-            self.routes = RouteTable(default_timeout_ms=self.config["brokerChannelExpiredTime"])
-            self.processor.routes = self.routes
             self._set_aside(path, f"route snapshot {path} has malformed tables ({type(exc).__name__}: {exc})")
             return
         self._snapshot_generation = self.routes.generation

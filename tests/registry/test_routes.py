@@ -507,3 +507,14 @@ def test_generation_moves_when_route_visible_state_changes(op: Callable[[RouteTa
 )
 def test_generation_stays_when_nothing_visible_changes(op: Callable[[RouteTable], object]) -> None:
     assert not _moves(op)
+
+
+def test_import_state_is_all_or_nothing(table: RouteTable) -> None:
+    fleet(table)
+    before = table.export_state()
+    broken = {**before, "live": {"1.1.1.1:1": ["not-a-number", 0, None, "x", 1]}}
+    with pytest.raises(ValueError):
+        table.import_state(broken)
+    assert table.export_state() == before
+    table.import_state(before)
+    assert table.export_state() == before
