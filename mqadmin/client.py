@@ -79,8 +79,9 @@ class Connection:
         except ValueError:
             raise Unreachable(addr, None, "unreachable", "not a host:port address") from None
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(timeout):
+                reader, writer = await asyncio.open_connection(host, port)
+        except TimeoutError:
             raise Unreachable(addr, None, "timeout", f"connect timed out after {timeout:g} s") from None
         except ConnectionRefusedError:
             raise Unreachable(addr, None, "refused", "connection refused") from None
@@ -113,15 +114,17 @@ class Connection:
         self._pending[cmd.opaque] = future
         try:
             self._writer.write(encode(cmd))
-            await asyncio.wait_for(future, timeout)
-        except asyncio.TimeoutError:
+            # Not ``wait_for``: on 3.11 it returns the answer when a cancellation arrives
+            # with it (gh-86296), and a lost Ctrl-C leaves the CLI running.
+            async with asyncio.timeout(timeout):
+                return await future
+        except TimeoutError:
             raise Unreachable(self.addr, cmd.code, "timeout", f"no answer within {timeout:g} s", detail) from None
         except ServerFailure as exc:
             raise exc.with_request(cmd.code, detail) from None
         finally:
             # A late answer finds no future and is dropped, as Java drops it.
             self._pending.pop(cmd.opaque, None)
-        return future.result()
 
     async def _read_loop(self) -> None:
         decoder = FrameDecoder()
@@ -157,12 +160,18 @@ class Connection:
         self._writer.close()
 
     async def close(self, reason: ServerFailure | None = None) -> None:
-        """Close the stream; pending calls fail with ``reason`` (default: closed by us)."""
+        """Close the stream; pending calls fail with ``reason`` (default: closed by us).
+
+        The FIN is on its way before the first ``await``; the waits only let the reader
+        task and the transport finish. A cancellation of the caller while waiting is not
+        swallowed: it is most likely the Ctrl-C that made us close.
+        """
         self._shutdown(reason or Unreachable(self.addr, None, "closed", "connection closed by the client"))
         self._reader_task.cancel()
+        await asyncio.wait([self._reader_task])
         try:
             await self._writer.wait_closed()
-        except (OSError, asyncio.CancelledError):
+        except OSError:
             pass
 
     # ------------------------------------------------------------- helpers ----

@@ -95,16 +95,15 @@ async def ask_one(
     ``request``/``detail`` label failures that happen before any request (connect).
     """
     start = time.perf_counter()
-
-    async def run() -> T:
-        async with await connection.connect(addr, timeout) as conn:
-            return await fn(conn)
-
     try:
-        value = await asyncio.wait_for(run(), timeout * 2 + _BACKSTOP_SLACK)
+        # ``asyncio.timeout``, not ``wait_for``: a cancellation (Ctrl-C) must end us even
+        # when it comes with the answer (see Connection.call).
+        async with asyncio.timeout(timeout * 2 + _BACKSTOP_SLACK):
+            async with await connection.connect(addr, timeout) as conn:
+                value = await fn(conn)
     except ServerFailure as exc:
         return Answer(addr, error=exc.with_request(request, detail), latency_ms=_ms(start))
-    except asyncio.TimeoutError:
+    except TimeoutError:
         error = Unreachable(addr, request, "timeout", f"no answer within {timeout:g} s", detail)
         return Answer(addr, error=error, latency_ms=_ms(start))
     return Answer(addr, value=value, latency_ms=_ms(start))

@@ -108,10 +108,11 @@ class RoutePump(asyncio.Protocol):
         pump = cls(addr, timeout=timeout, **kw)
         try:
             host, port = split_host_port(addr)
-            await asyncio.wait_for(pump._loop.create_connection(lambda: pump, host, port), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: it can lose a Ctrl-C on 3.11
+                await pump._loop.create_connection(lambda: pump, host, port)
         except ValueError:
             raise Unreachable(addr, None, "unreachable", "not a host:port address") from None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise Unreachable(addr, None, "timeout", f"connect timed out after {timeout:g} s") from None
         except OSError as exc:
             kind = "refused" if isinstance(exc, ConnectionRefusedError) or exc.errno == errno.ECONNREFUSED \
