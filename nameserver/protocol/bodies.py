@@ -103,6 +103,11 @@ class TopicConfig:
             "writeQueueNums": self.write_queue_nums,
         }
 
+    @property
+    def shape(self) -> "QueueShape":
+        """What a name server keeps of this config (spec 4.4: QueueData)."""
+        return (self.read_queue_nums, self.write_queue_nums, self.perm, self.topic_sys_flag)
+
     @classmethod
     def from_obj(cls, name: str, obj: Any) -> "TopicConfig":
         # Fast path: what every broker sends (a registration carries ~10^4 of these, and
@@ -125,6 +130,17 @@ class TopicConfig:
             topic_sys_flag=_int(obj, "topicSysFlag", 0, what),
             order=_bool(obj.get("order", False)),
         )
+
+
+#: A topic's queues on one broker as the name server keeps them:
+#: (readQueueNums, writeQueueNums, perm, topicSysFlag).
+QueueShape = tuple[int, int, int, int]
+
+
+def queue_shapes(configs: Mapping[str, TopicConfig]) -> dict[str, QueueShape]:
+    """Topic configs as the name server keeps them, keyed by the config's own topic name
+    (4.9.8 registers ``TopicConfig.getTopicName()``, not the map key)."""
+    return {tc.topic_name: tc.shape for tc in configs.values()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,23 +166,49 @@ class RegisterBrokerBody:
     def decode(cls, body: bytes, version: int) -> "RegisterBrokerBody":
         """Decode by the request's version: below V3_0_11 (37) the body is a bare
         TopicConfigSerializeWrapper, as in Java's processor. No body = zero topics."""
-        if not body:
-            return cls()
-        obj = _obj(_load(body, "RegisterBrokerBody"), "RegisterBrokerBody")
-        if version >= VERSION_V3_0_11:
-            wrapper = _obj(obj.get("topicConfigSerializeWrapper") or {}, "topicConfigSerializeWrapper")
-            filters = obj.get("filterServerList") or []
-            if not isinstance(filters, list):
-                raise BodyDecodeError("RegisterBrokerBody: filterServerList is not an array")
-        else:
-            wrapper, filters = obj, []
-        table = _obj(wrapper.get("topicConfigTable") or {}, "topicConfigTable")
-        dv_raw = wrapper.get("dataVersion")
+        data_version, table, filters = _register_parts(body, version)
         return cls(
-            data_version=DataVersion() if dv_raw is None else DataVersion.from_obj(dv_raw),
+            data_version=data_version,
             topic_configs={name: TopicConfig.from_obj(name, tc) for name, tc in table.items()},
-            filter_server_list=tuple(str(f) for f in filters),
+            filter_server_list=filters,
         )
+
+    @staticmethod
+    def decode_queues(body: bytes, version: int) -> tuple[DataVersion, dict[str, QueueShape], tuple[str, ...]]:
+        """The name server's decode: only what it keeps of each topic, without building a
+        TopicConfig per topic (a fleet broker re-registers 10^4 topics at a time, and
+        the objects were most of that time). Same validation as ``decode``."""
+        data_version, table, filters = _register_parts(body, version)
+        shapes: dict[str, QueueShape] = {}
+        for name, tc in table.items():
+            if type(tc) is dict:
+                read, write, perm = tc.get("readQueueNums"), tc.get("writeQueueNums"), tc.get("perm")
+                flag, topic = tc.get("topicSysFlag", 0), tc.get("topicName") or name
+                if type(read) is int and type(write) is int and type(perm) is int and type(flag) is int \
+                        and type(topic) is str:
+                    shapes[topic] = (read, write, perm, flag)
+                    continue
+            config = TopicConfig.from_obj(name, tc)  # the careful path: defaults, or a clear error
+            shapes[config.topic_name] = config.shape
+        return data_version, shapes, filters
+
+
+def _register_parts(body: bytes, version: int) -> tuple[DataVersion, dict[str, Any], tuple[str, ...]]:
+    """A registration body's DataVersion, raw topicConfigTable and filter servers."""
+    if not body:
+        return DataVersion(), {}, ()
+    obj = _obj(_load(body, "RegisterBrokerBody"), "RegisterBrokerBody")
+    if version >= VERSION_V3_0_11:
+        wrapper = _obj(obj.get("topicConfigSerializeWrapper") or {}, "topicConfigSerializeWrapper")
+        filters = obj.get("filterServerList") or []
+        if not isinstance(filters, list):
+            raise BodyDecodeError("RegisterBrokerBody: filterServerList is not an array")
+    else:
+        wrapper, filters = obj, []
+    table = _obj(wrapper.get("topicConfigTable") or {}, "topicConfigTable")
+    dv_raw = wrapper.get("dataVersion")
+    return (DataVersion() if dv_raw is None else DataVersion.from_obj(dv_raw), table,
+            tuple(str(f) for f in filters))
 
 
 # ------------------------------------------------------------------ Routes ----

@@ -10,13 +10,35 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Iterable, Mapping, Sequence
 
-from ..protocol.bodies import BrokerData, ClusterInfo, DataVersion, QueueData, TopicConfig, TopicRouteData
+from ..protocol.bodies import BrokerData, ClusterInfo, DataVersion, QueueData, QueueShape, TopicRouteData
 from ..protocol.javahash import hashmap_order
 from ..protocol.codes import FLAG_UNIT, FLAG_UNIT_SUB, MASTER_ID, PERM_READ, PERM_WRITE
 from .clock import Clock, system_clock
+from .topic_table import TopicTable
 
 #: Java's BROKER_CHANNEL_EXPIRED_TIME: a broker silent this long is dropped.
 DEFAULT_BROKER_TIMEOUT_MS = 120_000
+
+#: Distinct QueueData kept for sharing; beyond it new ones are still correct, just not shared.
+QUEUE_DATA_POOL_LIMIT = 100_000
+#: Cached map transitions; the cache is simply dropped when it grows past this.
+TRANSITION_CACHE_LIMIT = 50_000
+
+
+class QueueMap(dict[str, QueueData]):
+    """One topic's queues, broker name -> QueueData, in registration order. Read-only:
+    topics with the same queues share one instance (a fleet has 10^5 topics but a
+    handful of distinct queue layouts), so a change makes a new map instead."""
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("QueueMap is shared between topics and read-only; RouteTable makes new ones")
+
+    __setitem__ = __delitem__ = pop = popitem = clear = update = setdefault = __ior__ = _read_only  # type: ignore
+
+
+_EMPTY = QueueMap()
 
 
 @dataclass(slots=True)
@@ -69,27 +91,94 @@ class RouteTable:
     def __init__(self, clock: Clock = system_clock, default_timeout_ms: int = DEFAULT_BROKER_TIMEOUT_MS) -> None:
         self._clock = clock
         self.default_timeout_ms = default_timeout_ms
-        self.topic_queue_table: dict[str, dict[str, QueueData]] = {}
+        #: topic -> its queues; the maps are shared between topics, never mutate them.
+        self.topic_queue_table: TopicTable[QueueMap] = TopicTable()
         self.broker_addr_table: dict[str, _Group] = {}
         self.cluster_addr_table: dict[str, set[str]] = {}
         self.broker_live_table: dict[str, BrokerLive] = {}
         self.filter_server_table: dict[str, list[str]] = {}
         self._conn_addrs: dict[Hashable, set[str]] = {}
-        # Identical QueueData are shared: a fleet repeats a few shapes across 10^5 topics.
-        self._queue_data_pool: dict[tuple[str, int, int, int, int], QueueData] = {}
+        # Sharing, so that memory follows the number of distinct layouts, not of topics:
+        # QueueData per (broker, shape); QueueMaps interned by content (keyed by the ids
+        # of their QueueData, which the interned map keeps alive); and a cache of
+        # "map + this QueueData" / "map - this broker" results, whose entries hold their
+        # operands so that no id in a key can be reused while the entry exists.
+        self._pools: dict[str, dict[QueueShape, QueueData]] = {}
+        self._pooled = 0
+        self._maps: dict[tuple[tuple[str, int], ...], QueueMap] = {}
+        self._maps_live_at_compaction = 0
+        self._with_cache: dict[tuple[int, int], tuple[QueueMap, QueueData, QueueMap]] = {}
+        self._without_cache: dict[tuple[int, str], tuple[QueueMap, QueueMap]] = {}
         self.generation = 0
 
     def _changed(self) -> None:
         self.generation += 1
 
-    def _queue_data(self, broker_name: str, tc: TopicConfig) -> QueueData:
-        key = (broker_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm, tc.topic_sys_flag)
-        qd = self._queue_data_pool.get(key)
+    # -------------------------------------------------------------- sharing ----
+
+    def _pool(self, broker_name: str) -> dict[QueueShape, QueueData]:
+        pool = self._pools.get(broker_name)
+        if pool is None:
+            pool = self._pools[broker_name] = {}
+        return pool
+
+    def _queue_data(self, broker_name: str, shape: QueueShape, pool: dict[QueueShape, QueueData] | None = None
+                    ) -> QueueData:
+        pool = self._pool(broker_name) if pool is None else pool
+        qd = pool.get(shape)
         if qd is None:
-            qd = QueueData(broker_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm, tc.topic_sys_flag)
-            if len(self._queue_data_pool) < 100_000:
-                self._queue_data_pool[key] = qd
+            qd = QueueData(broker_name, *shape)
+            if self._pooled < QUEUE_DATA_POOL_LIMIT:
+                pool[shape] = qd
+                self._pooled += 1
         return qd
+
+    def _intern(self, items: Iterable[tuple[str, QueueData]]) -> QueueMap:
+        m = QueueMap(items)
+        key = tuple((name, id(qd)) for name, qd in m.items())
+        found = self._maps.get(key)
+        if found is not None:
+            return found
+        if len(self._maps) >= max(1024, 2 * self._maps_live_at_compaction):
+            self._compact()
+        self._maps[key] = m
+        return m
+
+    def _compact(self) -> None:
+        """Forget interned maps and cached transitions no topic uses any more."""
+        live = {id(m): m for m in self.topic_queue_table.values()}
+        self._maps = {k: m for k, m in self._maps.items() if id(m) in live}
+        self._maps_live_at_compaction = len(self._maps)
+        self._with_cache.clear()
+        self._without_cache.clear()
+
+    def _with(self, queues: QueueMap, qd: QueueData) -> QueueMap:
+        """``queues`` with ``qd`` set for its broker (appended if new, in place if not)."""
+        key = (id(queues), id(qd))
+        hit = self._with_cache.get(key)
+        if hit is not None and hit[0] is queues and hit[1] is qd:
+            return hit[2]
+        out = self._intern([*queues.items(), (qd.broker_name, qd)] if qd.broker_name not in queues
+                           else [(n, qd if n == qd.broker_name else q) for n, q in queues.items()])
+        if len(self._with_cache) >= TRANSITION_CACHE_LIMIT:
+            self._with_cache.clear()
+        self._with_cache[key] = (queues, qd, out)
+        return out
+
+    def _without(self, queues: QueueMap, broker_name: str) -> QueueMap:
+        key = (id(queues), broker_name)
+        hit = self._without_cache.get(key)
+        if hit is not None and hit[0] is queues:
+            return hit[1]
+        out = self._intern([(n, q) for n, q in queues.items() if n != broker_name])
+        if len(self._without_cache) >= TRANSITION_CACHE_LIMIT:
+            self._without_cache.clear()
+        self._without_cache[key] = (queues, out)
+        return out
+
+    def queue_maps(self) -> int:
+        """Distinct queue layouts in use (for metrics and the memory benchmark)."""
+        return len({id(m) for m in self.topic_queue_table.values()})
 
     # ------------------------------------------------------------ register ----
 
@@ -101,15 +190,17 @@ class RouteTable:
         broker_id: int,
         ha_server_addr: str,
         data_version: DataVersion,
-        topic_configs: Mapping[str, TopicConfig],
+        topics: Mapping[str, QueueShape],
         filter_servers: Sequence[str] | None = None,
         conn: Hashable | None = None,
         timeout_ms: int | None = None,
     ) -> RegisterResult:
         """REGISTER_BROKER, 4.9.8 semantics (spec 4.4 step 3).
 
-        ``filter_servers`` None means the body had no filter-server list at all (the
-        pre-3.0.11 body), which leaves the filter-server table untouched.
+        ``topics`` maps each topic to its queue shape (``TopicConfig.shape``;
+        ``bodies.queue_shapes`` converts configs). ``filter_servers`` None means the body
+        had no filter-server list at all (the pre-3.0.11 body), which leaves the
+        filter-server table untouched.
         """
         clusters = self.cluster_addr_table.get(cluster)
         if clusters is None:
@@ -138,16 +229,7 @@ class RouteTable:
 
         live = self.broker_live_table.get(broker_addr)
         if broker_id == MASTER_ID and (first or live is None or live.data_version != data_version):
-            for topic, tc in topic_configs.items():
-                qd = self._queue_data(broker_name, tc)
-                queues = self.topic_queue_table.get(topic)
-                if queues is None:
-                    self.topic_queue_table[topic] = {broker_name: qd}
-                elif queues.get(broker_name) != qd:
-                    queues[broker_name] = qd
-                else:
-                    continue
-                self._changed()
+            self._apply_topics(broker_name, topics)
             # Topics the broker no longer reports stay (4.9.8); delete them with deleteTopic.
 
         if live is not None and live.conn is not None and live.conn != conn:
@@ -177,6 +259,23 @@ class RouteTable:
                 if master_live is not None:
                     return RegisterResult(master_addr=master_addr, ha_server_addr=master_live.ha_server_addr)
         return RegisterResult()
+
+    def _apply_topics(self, broker_name: str, topics: Mapping[str, QueueShape]) -> None:
+        """The hot loop of a re-registration: a fleet broker reports 10^4 topics that
+        mostly did not change, which costs a lookup and an identity check each."""
+        pool = self._pool(broker_name)
+
+        def change(queues: QueueMap | None, shape: QueueShape) -> QueueMap:
+            qd = pool.get(shape)
+            if qd is None:
+                qd = self._queue_data(broker_name, shape, pool)
+            if queues is None:
+                return self._with(_EMPTY, qd)
+            old = queues.get(broker_name)
+            return queues if old is qd or old == qd else self._with(queues, qd)
+
+        if self.topic_queue_table.update_each(topics.items(), change):
+            self._changed()
 
     def query_data_version(self, broker_addr: str, data_version: DataVersion) -> tuple[bool, DataVersion | None]:
         """QUERY_DATA_VERSION: (changed, stored version). Refreshes liveness only when
@@ -225,11 +324,8 @@ class RouteTable:
                     del self.cluster_addr_table[name]
                 if cluster is None:
                     break  # channel destroy: only the first cluster holding it (6.2 step 4)
-        for topic in [t for t, q in self.topic_queue_table.items() if broker_name in q]:
-            queues = self.topic_queue_table[topic]
-            del queues[broker_name]
-            if not queues:
-                del self.topic_queue_table[topic]
+        self.topic_queue_table.remap(
+            lambda queues: (self._without(queues, broker_name) or None) if broker_name in queues else queues)
         self._changed()
 
     def _remove_addr(self, broker_addr: str, reason: str, conn: Hashable | None) -> Removal:
@@ -280,6 +376,11 @@ class RouteTable:
         return [self._remove_addr(addr, "expired", conn) for addr, conn in dead]
 
     # ---------------------------------------------------------------- reads ----
+
+    def queues_of(self, topic: str) -> QueueMap | None:
+        """The topic's queue map. Until ``generation`` moves, topics with the same map
+        (by identity) have the same route, so callers may cache per map."""
+        return self.topic_queue_table.get(topic)
 
     def pickup_route(self, topic: str) -> TopicRouteData | None:
         """GET_ROUTEINFO_BY_TOPIC assembly (spec 4.6); None means TOPIC_NOT_EXIST."""
@@ -358,25 +459,33 @@ class RouteTable:
         if queues is None or not members:
             return
         for name in members:
-            if queues.pop(name, None) is not None:
+            if name in queues:
+                queues = self._without(queues, name)
                 self._changed()
-        if not queues:
+        if queues:
+            self.topic_queue_table[topic] = queues
+        else:
             del self.topic_queue_table[topic]
 
     def _rewrite_perm(self, broker_name: str, wipe: bool) -> int:
-        count = 0
-        for queues in self.topic_queue_table.values():
+        pool = self._pool(broker_name)
+        visited = 0
+
+        def rewrite(queues: QueueMap) -> QueueMap:
+            nonlocal visited
             qd = queues.get(broker_name)
             if qd is None:
-                continue
-            count += 1
+                return queues
+            visited += 1
             perm = qd.perm & ~PERM_WRITE if wipe else PERM_READ | PERM_WRITE
-            if perm != qd.perm:
-                queues[broker_name] = QueueData(
-                    qd.broker_name, qd.read_queue_nums, qd.write_queue_nums, perm, qd.topic_sys_flag
-                )
-                self._changed()
-        return count
+            if perm == qd.perm:
+                return queues
+            shape = (qd.read_queue_nums, qd.write_queue_nums, perm, qd.topic_sys_flag)
+            return self._with(queues, self._queue_data(broker_name, shape, pool))
+
+        if self.topic_queue_table.remap(rewrite):
+            self._changed()
+        return visited
 
     def wipe_write_perm(self, broker_name: str) -> int:
         """Clear the write bit of every topic of the broker; returns topics visited."""
@@ -391,13 +500,16 @@ class RouteTable:
         5.x, an existing topic keeps what was applied before the first unknown broker,
         and a new topic is created only when every broker is known."""
         existing = self.topic_queue_table.get(topic)
-        queues = existing if existing is not None else {}
-        for qd in queue_datas:
-            if qd.broker_name not in self.broker_addr_table:
+        queues = existing if existing is not None else _EMPTY
+        for given in queue_datas:
+            if given.broker_name not in self.broker_addr_table:
                 break
-            if queues.get(qd.broker_name) != qd:
-                queues[qd.broker_name] = qd
+            if queues.get(given.broker_name) != given:
+                qd = self._queue_data(given.broker_name, (given.read_queue_nums, given.write_queue_nums, given.perm,
+                                                          given.topic_sys_flag))
+                queues = self._with(queues, qd)
                 if existing is not None:
+                    self.topic_queue_table[topic] = queues
                     self._changed()
         else:
             if existing is None and queues:
@@ -426,11 +538,12 @@ class RouteTable:
         nothing: malformed state raises (KeyError, TypeError, ValueError, IndexError)
         before any table is touched."""
         now = self._clock()
-        topics = {
-            str(t): {str(q[0]): self._queue_data(str(q[0]), TopicConfig(str(t), int(q[1]), int(q[2]), int(q[3]),
-                                                                         topic_sys_flag=int(q[4]))) for q in queues}
-            for t, queues in state["topics"].items()
-        }
+        topics: TopicTable[QueueMap] = TopicTable()
+        for t, queues in state["topics"].items():
+            m = _EMPTY
+            for q in queues:
+                m = self._with(m, self._queue_data(str(q[0]), (int(q[1]), int(q[2]), int(q[3]), int(q[4]))))
+            topics[str(t)] = m
         groups = {
             str(n): _Group(str(g[0]), str(n), {int(bid): str(addr) for bid, addr in g[1]})
             for n, g in state["brokers"].items()

@@ -18,6 +18,7 @@ from ..registry.routes import RouteTable
 from ..storage import StorageError, atomic_write, load_kv
 from .connection import Connection
 from .dispatch import Processor
+from .memtrim import release_free_memory
 from .metrics import Metrics
 
 log = logging.getLogger("nameserver")
@@ -45,6 +46,7 @@ class NameServer:
         self.metrics: Metrics | None = None
         self.metrics_port: int | None = None
         self._snapshot_generation = -1
+        self._trimmed_generation = -1
         if config["routeSnapshotPath"]:
             self._restore_snapshot(config["routeSnapshotPath"])
 
@@ -121,6 +123,10 @@ class NameServer:
             log.info("metrics on http://%s:%d/metrics", host, self.metrics_port)
 
     def scan_once(self) -> None:
+        if self.routes.generation != self._trimmed_generation:
+            # Registrations that changed routes left their parsed bodies' memory behind.
+            self._trimmed_generation = self.routes.generation
+            release_free_memory()
         for removal in self.routes.scan_not_active():
             self._removed("expired")
             log.warning("broker expired: %s (%s), no registration for %d ms", removal.broker_addr,

@@ -13,8 +13,8 @@ import logging
 import zlib
 from typing import Callable, Hashable
 
-from ..protocol.bodies import DataVersion, RegisterBrokerBody, TopicList, TopicRouteData, encode_kv_table
-from ..protocol.codes import ORDER_TOPIC_CONFIG, VERSION_V4_9_4, RequestCode, ResponseCode, code_name
+from ..protocol.bodies import DataVersion, RegisterBrokerBody, TopicList, TopicRouteData, encode_kv_table, queue_shapes
+from ..protocol.codes import ORDER_TOPIC_CONFIG, VERSION_V3_0_11, VERSION_V4_9_4, RequestCode, ResponseCode, code_name
 from ..protocol.command import RemotingCommand
 from ..protocol.compressed import decode_compressed
 from ..protocol.errors import BodyDecodeError
@@ -100,7 +100,7 @@ class Processor:
         self.persist_kv = persist_kv
         self.persist_config = persist_config
         self.version = version
-        self._route_cache: dict[tuple[str, bool, str | None], bytes] = {}
+        self._route_cache: dict[tuple[int, bool, str | None], tuple[object, bytes]] = {}
         self._route_cache_generation = -1
         self.route_cache_hits = 0
         self.admin_allow_list = parse_allow_list(config["adminAllowList"])
@@ -246,13 +246,14 @@ class Processor:
         timeout = cmd.ext_get("heartbeatTimeoutMillis")
         if _flag(cmd, "compressed"):
             body = decode_compressed(cmd.body)
+            data_version, topics = body.data_version, queue_shapes(body.topic_configs)
             filters: tuple[str, ...] | None = tuple(body.filter_server_list)
         else:
-            body = RegisterBrokerBody.decode(cmd.body, cmd.version)
-            filters = tuple(body.filter_server_list) if cmd.body and cmd.version >= 37 else None
+            data_version, topics, listed = RegisterBrokerBody.decode_queues(cmd.body, cmd.version)
+            filters = listed if cmd.body and cmd.version >= VERSION_V3_0_11 else None
         result = self.routes.register_broker(
             cluster, broker_name, broker_addr, broker_id, ha_addr,
-            body.data_version, body.topic_configs, filters, conn,
+            data_version, topics, filters, conn,
             timeout_ms=int(timeout) if timeout and timeout.isdigit() else self.config["brokerChannelExpiredTime"],
         )
         ext: dict[str, str] = {}
@@ -305,28 +306,32 @@ class Processor:
     # ---------------------------------------------------------------- topics ----
 
     def get_route(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
-        """The hot path: every client polls every topic every 30 s. Encoded bodies are
-        cached until the registry's generation moves."""
+        """The hot path: every client polls every topic every 30 s. A route body does not
+        name its topic, so topics sharing one queue map (the registry shares them; a
+        fleet has a handful for 10^5 topics) share one encoded body, cached until the
+        registry's generation moves."""
         topic = _lookup_key(cmd, "topic")
         standard = cmd.version >= VERSION_V4_9_4 or _flag(cmd, "acceptStandardJsonOnly")
         order_conf = self.kv.get(ORDER_TOPIC_CONFIG, topic) if self.config["orderMessageEnable"] else None
         if self._route_cache_generation != self.routes.generation or len(self._route_cache) > ROUTE_CACHE_LIMIT:
             self._route_cache.clear()
             self._route_cache_generation = self.routes.generation
-        key = (topic, standard, order_conf)
-        body = self._route_cache.get(key)
-        if body is None:
-            route = self.routes.pickup_route(topic)
-            if route is None:
-                raise RequestError(
-                    ResponseCode.TOPIC_NOT_EXIST,
-                    f"No topic route info in name server for the topic: {topic}\nSee {FAQ_URL} for further details.",
-                )
-            if order_conf is not None:
-                route = TopicRouteData(route.queue_datas, route.broker_datas, route.filter_server_table, order_conf)
-            body = self._route_cache[key] = route.encode(standard=standard)
-        else:
+        queues = self.routes.queues_of(topic)
+        key = (id(queues), standard, order_conf)
+        hit = self._route_cache.get(key)
+        if hit is not None and hit[0] is queues:
             self.route_cache_hits += 1
+            return self._ok(cmd, body=hit[1])
+        route = self.routes.pickup_route(topic)
+        if route is None:
+            raise RequestError(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"No topic route info in name server for the topic: {topic}\nSee {FAQ_URL} for further details.",
+            )
+        if order_conf is not None:
+            route = TopicRouteData(route.queue_datas, route.broker_datas, route.filter_server_table, order_conf)
+        body = route.encode(standard=standard)
+        self._route_cache[key] = (queues, body)  # the map is kept so its id cannot be reused meanwhile
         return self._ok(cmd, body=body)
 
     def get_cluster_info(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:

@@ -41,4 +41,5 @@ def test_bench_register_compressed(namesrv: NameServerProcess) -> None:
 def test_bench_memory() -> None:
     out = bench("memory", "--topics", "5000", "--brokers", "2")
     assert out["msgpack_bytes"] > 5000 * 20
-    assert out["registry_rss_bytes"] > 0 and out["ratio"] > 0
+    assert out["registry_rss_bytes"] > 0 and out["ratio"] > 0 and out["via_decode_rss_bytes"] > 0
+    assert out["queue_layouts"] == 1  # every topic has the same queues on the same brokers

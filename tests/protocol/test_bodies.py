@@ -20,6 +20,7 @@ from nameserver.protocol.bodies import (
     TopicRouteData,
     decode_kv_table,
     encode_kv_table,
+    queue_shapes,
 )
 from nameserver.protocol.compressed import decode_compressed, encode_compressed
 from nameserver.protocol.errors import BodyDecodeError, ProtocolError
@@ -169,6 +170,38 @@ def test_register_body_non_ascii_topic_written_raw() -> None:
 def test_register_body_bad_input(body: bytes) -> None:
     with pytest.raises(BodyDecodeError):
         RegisterBrokerBody.decode(body, 409)
+
+
+def test_register_body_bad_input_is_refused_by_the_name_servers_decode_too() -> None:
+    for body in (b"not json", b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"t":{"perm":"rw"}}}}',
+                 b'{"filterServerList":"a","topicConfigSerializeWrapper":{}}'):
+        with pytest.raises(BodyDecodeError):
+            RegisterBrokerBody.decode_queues(body, 409)
+
+
+@pytest.mark.parametrize(
+    ("body", "version"),
+    [
+        (SPEC_REGISTER_BODY, 409), (SPEC_REGISTER_BODY, 36), (WRAPPER_ONLY, 0), (b"", 409),
+        # the careful path: numbers as text, missing fields, a bool where a number goes
+        (b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"t":{"readQueueNums":"8","perm":true},'
+         b'"u":{}}}}', 409),
+        (b'{"filterServerList":["f:1"],"topicConfigSerializeWrapper":{"dataVersion":{"counter":3,"timestamp":4},'
+         b'"topicConfigTable":{"t":{"perm":6,"readQueueNums":2,"topicSysFlag":1,"writeQueueNums":3}}}}', 409),
+    ],
+    ids=["spec", "spec-v36", "wrapper-v0", "empty", "careful", "filters"],
+)
+def test_name_server_decode_keeps_what_the_full_decode_would(body: bytes, version: int) -> None:
+    full = RegisterBrokerBody.decode(body, version)
+    assert RegisterBrokerBody.decode_queues(body, version) == (
+        full.data_version, queue_shapes(full.topic_configs), tuple(full.filter_server_list))
+
+
+def test_registered_topic_is_the_configs_own_name_as_in_4_9_8() -> None:
+    body = b'{"topicConfigSerializeWrapper":{"topicConfigTable":{"key":{"topicName":"real","perm":6,' \
+           b'"readQueueNums":1,"writeQueueNums":1,"topicSysFlag":0}}}}'
+    assert RegisterBrokerBody.decode_queues(body, 409)[1] == {"real": (1, 1, 6, 0)}
+    assert queue_shapes(RegisterBrokerBody.decode(body, 409).topic_configs) == {"real": (1, 1, 6, 0)}
 
 
 # ================================================================ compressed ====

@@ -307,6 +307,9 @@ def _body_case(req: RemotingCommand, cmd: RemotingCommand, direction: str) -> Bo
             # zlib level 9 of the same record is byte-identical (Java's Deflater is zlib too)
             return BodyCase(rb, _register_obj(rb), encode_compressed(rb), True)
         rb = bodies.RegisterBrokerBody.decode(body, cmd.version)
+        # the name server's own decode keeps the same facts
+        assert bodies.RegisterBrokerBody.decode_queues(body, cmd.version) == (
+            rb.data_version, bodies.queue_shapes(rb.topic_configs), tuple(rb.filter_server_list))
         det = len(rb.topic_configs) <= 1 and len(rb.filter_server_list) <= 1
         return BodyCase(rb, _register_obj(rb), rb.encode(), det)
     if code == RequestCode.QUERY_DATA_VERSION:

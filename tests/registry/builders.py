@@ -50,7 +50,7 @@ def register(
     """RouteTable.register_broker as a 4.9.8 broker's registration would call it."""
     return table.register_broker(
         cluster, name, addr, broker_id, ha_of(addr), dv(counter),
-        {tc.topic_name: tc for tc in topics}, filters, conn, timeout_ms,
+        {tc.topic_name: tc.shape for tc in topics}, filters, conn, timeout_ms,
     )
 
 

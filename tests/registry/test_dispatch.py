@@ -511,6 +511,28 @@ def test_route_cache_serves_repeats_and_survives_heartbeats(h: Harness) -> None:
     assert h.processor.route_cache_hits == hits + 1
 
 
+def test_topics_with_the_same_queues_share_one_cached_body(h: Harness) -> None:
+    h.send(register_cmd(topics={"order_topic": 4, "twin": 4, "other": 2}))
+    first = h.route("order_topic")
+    hits = h.processor.route_cache_hits
+    assert h.route("twin") == first  # a route body does not name its topic
+    assert h.processor.route_cache_hits == hits + 1
+    assert h.route("other") == first.replace(b"QueueNums\":4", b"QueueNums\":2")
+    assert h.processor.route_cache_hits == hits + 1
+    # one of the twins changes: the other keeps its route
+    h.send(register_cmd(topics={"order_topic": 4, "twin": 8, "other": 2}, counter=2))
+    assert h.route("order_topic") == first
+    assert h.route("twin") == first.replace(b"QueueNums\":4", b"QueueNums\":8")
+
+
+def test_twins_with_different_order_confs_get_their_own(h: Harness) -> None:
+    h.config.set("orderMessageEnable", True)
+    h.send(register_cmd(topics={"order_topic": 4, "twin": 4}))
+    h.kv.put(ORDER, "twin", "broker-a:4")
+    assert h.route("order_topic") == ROUTE_STANDARD
+    assert h.route("twin") == ROUTE_STANDARD.replace(b',"queueDatas"', b',"orderTopicConf":"broker-a:4","queueDatas"')
+
+
 def test_route_cache_dropped_after_wipe_and_add_perm(h: Harness) -> None:
     h.send(register_cmd())
     assert h.route() == ROUTE_STANDARD

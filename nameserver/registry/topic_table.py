@@ -1,0 +1,228 @@
+"""TopicTable: topic name -> queue map, packed so that a topic costs tens of bytes.
+
+A Python ``dict[str, ...]`` costs ~120 bytes per topic before any value (a str object
+of ~64 bytes and a dict slot of ~50), three times what the same table takes as
+msgpack. Fleets register 10^5 topics whose values are a handful of shared queue maps,
+so the names are the registry's memory. Here they live in one UTF-8 buffer with an
+offset, a hash and a value slot each, and an open-addressing index over them.
+
+Behaves like a dict where the registry uses one: insertion order, a re-added topic
+goes to the end, values are replaced in place. Lookups cost about a microsecond
+instead of a tenth; the hot route path caches encoded bodies, so that is fine.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Callable, Generic, Iterable, Iterator, TypeVar
+
+V = TypeVar("V")
+A = TypeVar("A")
+
+_EMPTY = -1
+_MIN_INDEX = 8
+
+
+class TopicTable(Generic[V]):
+    """A str -> V mapping (V not None) with the dict methods the registry uses. Names
+    are kept with ``surrogatepass``, so any str a header decoder produced fits."""
+
+    __slots__ = ("_names", "_ends", "_hashes", "_values", "_index", "_mask", "_live", "_layout")
+
+    def __init__(self) -> None:
+        self._names = bytearray()          # every name ever added, UTF-8, back to back
+        self._ends = array("I")            # entry i's name ends here (starts at entry i-1's end)
+        self._hashes = array("q")          # hash(name) of entry i, kept to re-index without decoding
+        self._values: list[V | None] = []  # None: deleted
+        self._index = array("i", [_EMPTY]) * _MIN_INDEX
+        self._mask = _MIN_INDEX - 1
+        self._live = 0
+        self._layout = 0  # moves when entries are appended or renumbered (iteration guard)
+
+    # ---------------------------------------------------------------- lookup ----
+
+    def _slot(self, key: bytes, h: int) -> tuple[int, int]:
+        """(entry, index slot) for a name; entry is -1 if absent (slot is then free)."""
+        index, mask, hashes, ends, names = self._index, self._mask, self._hashes, self._ends, self._names
+        n = len(key)
+        i = h & mask
+        while True:
+            e = index[i]
+            if e == _EMPTY:
+                return -1, i
+            if hashes[e] == h:
+                start = ends[e - 1] if e else 0
+                if ends[e] - start == n and names.startswith(key, start):
+                    return e, i
+            i = (i + 1) & mask
+
+    def get(self, topic: str, default: V | None = None) -> V | None:
+        e = self._slot(topic.encode("utf-8", "surrogatepass"), hash(topic))[0]
+        if e < 0:
+            return default
+        value = self._values[e]
+        return default if value is None else value
+
+    def __getitem__(self, topic: str) -> V:
+        value = self.get(topic)
+        if value is None:
+            raise KeyError(topic)
+        return value
+
+    def __contains__(self, topic: object) -> bool:
+        return isinstance(topic, str) and self.get(topic) is not None
+
+    def __len__(self) -> int:
+        return self._live
+
+    # ---------------------------------------------------------------- writes ----
+
+    def __setitem__(self, topic: str, value: V) -> None:
+        if value is None:
+            raise ValueError("TopicTable values cannot be None")
+        key, h = topic.encode("utf-8", "surrogatepass"), hash(topic)
+        e, slot = self._slot(key, h)
+        if e >= 0 and self._values[e] is not None:
+            self._values[e] = value  # in place: order kept, as a dict does
+            return
+        # New, or re-added after a delete: a new entry at the end, as a dict does. A
+        # deleted entry stays in the buffer (and in the index, so probing goes on past
+        # it) until the next compaction.
+        new = len(self._values)
+        self._names += key
+        self._ends.append(len(self._names))
+        self._hashes.append(h)
+        self._values.append(value)
+        self._live += 1
+        self._index[slot] = new  # for a re-added name: its slot now leads to the live entry
+        self._layout += 1
+        if len(self._values) * 3 >= len(self._index) * 2:
+            self._rebuild()
+
+    def __delitem__(self, topic: str) -> None:
+        if self.pop(topic, None) is None:
+            raise KeyError(topic)
+
+    def pop(self, topic: str, default: V | None = None) -> V | None:
+        e = self._slot(topic.encode("utf-8", "surrogatepass"), hash(topic))[0]
+        if e < 0 or self._values[e] is None:
+            return default
+        value = self._values[e]
+        self._values[e] = None
+        self._live -= 1
+        if self._live * 2 < len(self._values) - _MIN_INDEX:
+            self._rebuild()
+        return value
+
+    def update_each(self, pairs: Iterable[tuple[str, A]], change: Callable[[V | None, A], V]) -> int:
+        """For each (topic, arg): value = change(current value or None, arg), stored
+        unless it is the current value itself; returns how many topics changed. One
+        lookup per topic: this is a broker re-registering 10^4 topics."""
+        changed = 0
+        values = self._values
+        slot = self._slot
+        for topic, arg in pairs:
+            e = slot(topic.encode("utf-8", "surrogatepass"), hash(topic))[0]
+            old = None if e == _EMPTY else values[e]
+            new = change(old, arg)
+            if new is old:
+                continue
+            changed += 1
+            if old is not None:
+                values[e] = new
+            else:
+                self[topic] = new  # appends, and may re-index
+                values = self._values
+        return changed
+
+    def remap(self, change: Callable[[V], V | None]) -> int:
+        """Replace every value with ``change(value)`` (None deletes the topic) without
+        decoding a single name; returns how many topics changed. With shared values,
+        ``change`` is mostly a cache hit per distinct value."""
+        values = self._values
+        changed = 0
+        for e, value in enumerate(values):
+            if value is None:
+                continue
+            new = change(value)
+            if new is value:
+                continue
+            values[e] = new
+            changed += 1
+            if new is None:
+                self._live -= 1
+        if self._live * 2 < len(values) - _MIN_INDEX:
+            self._rebuild()
+        return changed
+
+    def clear(self) -> None:
+        self.__init__()  # type: ignore[misc]
+
+    def _rebuild(self) -> None:
+        """Drop deleted entries and size the index for twice the live entries."""
+        names, ends, hashes, values = self._names, self._ends, self._hashes, self._values
+        if self._live < len(values):
+            keep = [e for e, v in enumerate(values) if v is not None]
+            packed = bytearray()
+            new_ends, new_hashes = array("I"), array("q")
+            for e in keep:
+                packed += names[ends[e - 1] if e else 0:ends[e]]
+                new_ends.append(len(packed))
+                new_hashes.append(hashes[e])
+            self._names, self._ends, self._hashes = packed, new_ends, new_hashes
+            self._values = [values[e] for e in keep]
+        size = _MIN_INDEX
+        while size * 2 < len(self._values) * 4:  # load <= 1/2 after a rebuild
+            size *= 2
+        index, mask = array("i", [_EMPTY]) * size, size - 1
+        for e, h in enumerate(self._hashes):
+            i = h & mask
+            while index[i] != _EMPTY:
+                i = (i + 1) & mask
+            index[i] = e
+        self._index, self._mask = index, mask
+        self._layout += 1
+
+    # ------------------------------------------------------------- iteration ----
+
+    def _live_entries(self) -> Iterator[tuple[int, V]]:
+        """Values may be replaced or deleted meanwhile, as in a dict; adding a topic or a
+        compaction renumbers entries, and raises as a dict that changed size would."""
+        layout = self._layout
+        for e in range(len(self._values)):
+            if self._layout != layout:
+                break
+            value = self._values[e]
+            if value is not None:
+                yield e, value
+        if self._layout != layout:
+            raise RuntimeError("TopicTable changed size during iteration")
+
+    def _name(self, e: int) -> str:
+        ends = self._ends
+        return self._names[ends[e - 1] if e else 0:ends[e]].decode("utf-8", "surrogatepass")
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._name(e) for e, _ in self._live_entries())
+
+    def keys(self) -> Iterator[str]:
+        return iter(self)
+
+    def values(self) -> Iterator[V]:
+        return (v for _, v in self._live_entries())
+
+    def items(self) -> Iterator[tuple[str, V]]:
+        return ((self._name(e), v) for e, v in self._live_entries())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (TopicTable, dict)):
+            return len(self) == len(other) and all(other.get(t) == v for t, v in self.items())
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"TopicTable({dict(self.items())!r})"
+
+    def memory_bytes(self) -> int:
+        """What the packed parts take (the values are shared and not counted)."""
+        return (len(self._names) + self._ends.itemsize * len(self._ends) + self._hashes.itemsize * len(self._hashes)
+                + 8 * len(self._values) + self._index.itemsize * len(self._index))

@@ -1,0 +1,96 @@
+"""TopicTable behaves like the dict it replaces, for every sequence of operations."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nameserver.registry.topic_table import TopicTable
+
+# Few distinct names so that sequences re-add, delete and collide often; odd ones too.
+NAMES = st.sampled_from(["a", "b", "topic_1", "%RETRY%g", "тема", "\ud800lone", "", "x" * 300]
+                        + [f"t{i}" for i in range(40)])
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("set"), NAMES, st.integers(0, 3)),
+    st.tuples(st.just("del"), NAMES, st.just(0)),
+    st.tuples(st.just("remap"), st.just(""), st.integers(0, 3)),
+    st.tuples(st.just("update"), st.lists(st.tuples(NAMES, st.integers(0, 3)), max_size=20), st.just(0)),
+), max_size=300)
+
+
+def check(table: TopicTable[int], model: dict[str, int]) -> None:
+    assert list(table.items()) == list(model.items())  # same order, as a dict keeps it
+    assert len(table) == len(model)
+    for name in ["a", "t7", "\ud800lone", "never"]:
+        assert table.get(name) == model.get(name)
+        assert (name in table) == (name in model)
+
+
+@settings(max_examples=300, deadline=None)
+@given(OPS)
+def test_same_as_a_dict(ops: list[tuple[str, object, int]]) -> None:
+    table: TopicTable[int] = TopicTable()
+    model: dict[str, int] = {}
+    for op, name, value in ops:
+        if op == "set":
+            table[name] = value
+            model[name] = value
+        elif op == "del":
+            assert table.pop(name, None) == model.pop(name, None)
+        elif op == "update":  # keep a value when the arg is 0, else set the arg
+            changed = 0
+            for topic, arg in name:  # type: ignore[attr-defined]
+                if not (arg == 0 and topic in model):
+                    changed += model.get(topic) != arg  # storing the value already there is no change
+                    model[topic] = arg
+            assert table.update_each(name, lambda old, arg: old if arg == 0 and old is not None else arg) == changed
+        else:  # value k: drop entries equal to k, bump the others by one
+            def change(v: int, k: int = value) -> int | None:
+                return None if v == k else v + 1
+            expected = {t: change(v) for t, v in model.items()}
+            assert table.remap(change) == sum(1 for t in model if expected[t] != model[t])
+            model = {t: v for t, v in expected.items() if v is not None}
+    check(table, model)
+
+
+def test_grows_and_compacts_without_losing_anything() -> None:
+    table: TopicTable[int] = TopicTable()
+    for i in range(50_000):
+        table[f"topic_{i}"] = i
+    for i in range(0, 50_000, 3):
+        del table[f"topic_{i}"]
+    assert len(table) == 50_000 - 16_667
+    assert table["topic_1"] == 1 and "topic_3" not in table and table.get("topic_49999") == 49_999
+    table["topic_3"] = -3  # re-added: goes to the end
+    assert list(table)[-1] == "topic_3"
+    # deleted entries were compacted away: the buffer holds little more than live names
+    assert len(table._values) < 2 * len(table)
+
+
+def test_refuses_what_a_dict_would() -> None:
+    table: TopicTable[int] = TopicTable()
+    with pytest.raises(KeyError):
+        table["missing"]
+    with pytest.raises(KeyError):
+        del table["missing"]
+    with pytest.raises(ValueError):
+        table["t"] = None  # type: ignore[assignment]
+    table["t"] = 1
+    with pytest.raises(RuntimeError, match="changed size during iteration"):
+        for name in table:
+            table[name + "x"] = 2
+    table2: TopicTable[int] = TopicTable()
+    table2["t"] = 1
+    for name in table2:  # replacing values while iterating is fine, as in a dict
+        table2[name] = 5
+    assert dict(table2.items()) == {"t": 5}
+
+
+def test_a_topic_costs_tens_of_bytes() -> None:
+    table: TopicTable[object] = TopicTable()
+    shared = object()
+    for i in range(100_000):
+        table[f"topic_{i:07d}"] = shared
+    # 13 name bytes + 4 end + 8 hash + 8 value slot + 4-8 per index slot x load
+    assert table.memory_bytes() / len(table) < 55
