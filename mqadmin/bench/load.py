@@ -6,14 +6,13 @@ import asyncio
 import subprocess
 import sys
 import time
-import zlib
 from dataclasses import dataclass
 from typing import Sequence
 
 from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
 from nameserver.protocol.codes import RequestCode
 from nameserver.protocol.command import RemotingCommand, request
-from nameserver.protocol.compressed import encode_compressed
+from nameserver.protocol.register import register_body, register_request
 from nameserver.protocol.frame import NEED_DATA, FrameDecoder, encode
 
 from ..client import NamesrvConnection, split_host_port
@@ -87,21 +86,17 @@ async def drive_routes(addr: str, topics: Sequence[str], *, conns: int, inflight
     return Throughput(done, elapsed, pick(0.5), pick(0.99))
 
 
-def register_body(topics: Sequence[str], queues: int = 8, counter: int = 1, compressed: bool = False) -> bytes:
+def topics_body(topics: Sequence[str], queues: int = 8, counter: int = 1, compressed: bool = False) -> bytes:
+    """A master's registration body for ``topics``, each with ``queues`` queues."""
     body = RegisterBrokerBody(
         DataVersion(counter, 1_700_000_000_000 + counter),
         {t: TopicConfig(t, queues, queues) for t in topics},
     )
-    return encode_compressed(body) if compressed else body.encode()
+    return register_body(body, compressed=compressed)
 
 
-def register_request(cluster: str, name: str, addr: str, body: bytes, compressed: bool = False) -> RemotingCommand:
-    host, port = addr.rsplit(":", 1)
-    return request(RequestCode.REGISTER_BROKER, {
-        "brokerId": "0", "bodyCrc32": str(zlib.crc32(body) & 0x7FFFFFFF), "clusterName": cluster,
-        "brokerAddr": addr, "haServerAddr": f"{host}:{int(port) + 1}", "compressed": str(compressed).lower(),
-        "brokerName": name,
-    }, body)
+def master_request(cluster: str, name: str, addr: str, body: bytes, compressed: bool = False) -> RemotingCommand:
+    return register_request(cluster, name, addr, 0, body, compressed=compressed)
 
 
 async def register_fleet(addr: str, fleet: Sequence[tuple[str, str, str, Sequence[str]]],
@@ -111,7 +106,7 @@ async def register_fleet(addr: str, fleet: Sequence[tuple[str, str, str, Sequenc
     conns = []
     for cluster, name, baddr, topics in fleet:
         conn = await NamesrvConnection.connect(addr, timeout)
-        resp = await conn.call(register_request(cluster, name, baddr, register_body(topics)), timeout)
+        resp = await conn.call(master_request(cluster, name, baddr, topics_body(topics)), timeout)
         if resp.code != 0:
             raise RuntimeError(f"{addr}: REGISTER_BROKER for {name} failed: {resp.code} {resp.remark}")
         conns.append(conn)

@@ -13,13 +13,12 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from nameserver.protocol.bodies import RegisterBrokerBody
 from nameserver.protocol.codes import RequestCode
 from nameserver.protocol.command import request
 from nameserver.protocol.compressed import decode_compressed
 
 from ..client import NamesrvConnection
-from .load import EchoServer, drive_routes, register_body, register_fleet, register_request
+from .load import EchoServer, drive_routes, master_request, register_fleet, topics_body
 
 Progress = Callable[[str], None]
 
@@ -81,8 +80,8 @@ async def bench_register(addr: str, *, topics: int, compressed: bool, repeat: in
     conn = await NamesrvConnection.connect(addr, 60)
     try:
         for counter in range(1, repeat + 2):
-            body = register_body(names, counter=counter, compressed=compressed)  # a new DataVersion each time
-            cmd = register_request("BenchCluster", "bench-register", "127.0.0.1:22000", body, compressed)
+            body = topics_body(names, counter=counter, compressed=compressed)  # a new DataVersion each time
+            cmd = master_request("BenchCluster", "bench-register", "127.0.0.1:22000", body, compressed)
             start = time.perf_counter()
             resp = await conn.call(cmd, 60)
             if resp.code != 0:
@@ -144,12 +143,12 @@ async def bench_fleet(addr: str, *, pid: int | None, conns: int, inflight: int, 
     try:
         rss_after = _rss(pid) if pid else None
         cluster, name, baddr, topics = fleet[0]
-        bumped = [register_body(topics, counter=n) for n in range(2, 7)]
+        bumped = [topics_body(topics, counter=n) for n in range(2, 7)]
         say("bumped re-registrations of one broker")
         samples = []
         for body in bumped:
             start = time.perf_counter()
-            resp = await held[0].call(register_request(cluster, name, baddr, body), 60)
+            resp = await held[0].call(master_request(cluster, name, baddr, body), 60)
             samples.append(time.perf_counter() - start)
             if resp.code != 0:
                 raise RuntimeError(f"{addr}: REGISTER_BROKER failed: {resp.code} {resp.remark}")

@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-import zlib
 from typing import Callable, Iterable
 
 from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig, encode_kv_table
 from nameserver.protocol.codes import RequestCode, ResponseCode
-from nameserver.protocol.command import RemotingCommand, request
+from nameserver.protocol.command import RemotingCommand
 from nameserver.protocol.frame import NEED_DATA, FrameDecoder, encode
+from nameserver.protocol.register import register_request as protocol_register_request
 from tests.nsprocess import RawClient
 
 
@@ -28,12 +28,7 @@ def register_request(
         data_version=DataVersion(counter=counter, timestamp=1_700_000_000_000 + counter),
         topic_configs={t: TopicConfig(topic_name=t, read_queue_nums=n, write_queue_nums=n) for t, n in topics.items()},
     ).encode()
-    host, port = addr.rsplit(":", 1)
-    ext = {
-        "brokerId": str(broker_id), "bodyCrc32": str(zlib.crc32(body) & 0x7FFFFFFF), "clusterName": cluster,
-        "brokerAddr": addr, "haServerAddr": f"{host}:{int(port) + 1}", "compressed": "false", "brokerName": name,
-    }
-    return request(RequestCode.REGISTER_BROKER, ext, body)
+    return protocol_register_request(cluster, name, addr, broker_id, body)
 
 
 def register(

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import zlib
 from typing import Hashable, Iterable, Mapping, Sequence
 
 from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
-from nameserver.protocol.codes import RequestCode
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.protocol.compressed import encode_compressed
+from nameserver.protocol.command import RemotingCommand
+from nameserver.protocol.register import next_port, register_body, register_request
 from nameserver.registry.routes import RegisterResult, RouteTable
 
 CLUSTER = "DefaultCluster"
@@ -21,8 +19,7 @@ MASTER_B = "10.0.0.3:10911"
 
 
 def ha_of(addr: str) -> str:
-    host, port = addr.rsplit(":", 1)
-    return f"{host}:{int(port) + 1}"
+    return next_port(addr)
 
 
 def topic(name: str, queues: int = 4, perm: int = 6, sys_flag: int = 0) -> TopicConfig:
@@ -81,12 +78,6 @@ def register_cmd(
             topic_configs={t: topic(t, n) for t, n in (topics if topics is not None else {"order_topic": 4}).items()},
             filter_server_list=tuple(filters),
         )
-        body = encode_compressed(reg) if compressed else reg.encode()
-    ext = {
-        **broker_ext(name, addr, broker_id, cluster),
-        "haServerAddr": ha_of(addr),
-        "compressed": "true" if compressed else "false",
-        "bodyCrc32": str(zlib.crc32(body) & 0x7FFFFFFF if crc is None else crc),
-        **(extra_ext or {}),
-    }
-    return request(RequestCode.REGISTER_BROKER, ext, body, version=version, oneway=oneway)
+        body = register_body(reg, compressed=compressed)
+    return register_request(cluster, name, addr, broker_id, body, compressed=compressed, crc=crc, extra=extra_ext,
+                            version=version, oneway=oneway)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import zlib
-
 from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
-from nameserver.protocol.codes import RequestCode, SerializeType
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.protocol.compressed import encode_compressed
+from nameserver.protocol.codes import SerializeType
+from nameserver.protocol.command import RemotingCommand
+from nameserver.protocol.register import register_body, register_request
 
 
 def register(
@@ -29,11 +27,6 @@ def register(
             for t, n in (topics if topics is not None else {"order_topic": 4}).items()
         },
     )
-    body = encode_compressed(body_obj) if compressed else body_obj.encode()
-    host, port = addr.rsplit(":", 1)
-    ext = {
-        "brokerId": str(broker_id), "bodyCrc32": str(zlib.crc32(body) & 0x7FFFFFFF), "clusterName": cluster,
-        "brokerAddr": addr, "haServerAddr": f"{host}:{int(port) + 1}", "compressed": str(compressed).lower(),
-        "brokerName": name, **(extra_ext or {}),
-    }
-    return request(RequestCode.REGISTER_BROKER, ext, body, serialize_type=serialize_type)
+    body = register_body(body_obj, compressed=compressed)
+    return register_request(cluster, name, addr, broker_id, body, compressed=compressed, extra=extra_ext,
+                            serialize_type=serialize_type)
