@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import click
 import typer
+from typer.core import TyperGroup
 
 from .commands import bench, cluster, config, kv, namesrv, perm, topic
 from .commands import fixture as fixture_commands
@@ -12,8 +14,25 @@ from .commands import pipeline as pipeline_commands
 from .commands import diff as diff_commands
 from .exit import EXIT_CODES_HELP
 
+
+
+class JavaNamesGroup(TyperGroup):
+    """Sub-commands match whatever the case, as in Java's mqadmin, whose runbooks and
+    fingers write ``clusterlist`` or ``TOPICROUTE`` as often as ``clusterList``."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None:
+            wanted = cmd_name.lower()
+            for name in self.list_commands(ctx):
+                if name.lower() == wanted:
+                    return super().get_command(ctx, name)
+        return command
+
+
 app = typer.Typer(
     name="mqadmin",
+    cls=JavaNamesGroup,
     help="RocketMQ name server and admin tool that talks to every name server.\n\n" + EXIT_CODES_HELP,
     no_args_is_help=True,
     add_completion=False,

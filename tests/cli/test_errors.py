@@ -54,6 +54,15 @@ def test_help_lists_the_commands_and_exit_codes(cli: Cli) -> None:
     assert "--traceback" not in route.out and EXIT_CODES in flat(route.out)
 
 
+def test_command_names_match_whatever_the_case_as_in_java(cli: Cli, addrs: list[str]) -> None:
+    for name in ("clusterlist", "CLUSTERLIST", "ClusterList"):
+        run = cli(name, "-n", addrs[0], "-o", "json")
+        assert run.code == 0 and run.out.lstrip().startswith("{"), name
+    assert cli("topicroute", "-h").code == 0
+    unknown = cli("clusterlists")
+    assert unknown.code == 2 and "No such command 'clusterlists'" in flat(unknown.err)
+
+
 def test_help_in_a_real_process() -> None:
     proc = subprocess.run([sys.executable, "-m", "mqadmin", "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "clusterList" in proc.stdout and "Exit codes:" in proc.stdout
