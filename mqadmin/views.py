@@ -9,7 +9,7 @@ say how render.py lays that data out as a table.
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
 from nameserver.protocol.codes import MASTER_ID, PERM_READ, PERM_WRITE, RequestCode
@@ -127,24 +127,49 @@ def runtime_cells(table: Mapping[str, str] | None, now_ms: float) -> list[str]:
     ]
 
 
-def _cluster_rows(data: Any, result: Result) -> list[Row]:
+def _cluster_brokers(data: Any, result: Result) -> Iterator[tuple[str, str, str, str, Mapping[str, str] | None]]:
+    """(cluster, broker name, id, address, its runtime table or None) in Java's order."""
     probe = result.step(RequestCode.GET_BROKER_RUNTIME_INFO)
     runtime = {o.addr: o.data for o in probe.outcomes if o.ok} if probe else {}
-    now_ms = time.time() * 1000
-    rows: list[Row] = []
     for cluster, names in data["clusterAddrTable"].items():
         for name in names:
             broker = data["brokerAddrTable"].get(name)
             for bid, addr in sorted((broker or {}).get("brokerAddrs", {}).items(), key=lambda kv: int(kv[0])):
-                cells = [cluster, name, bid, addr, *runtime_cells(runtime.get(addr), now_ms)]
-                rows.append(((cluster, name, int(bid)), cells))
-    return rows
+                yield cluster, name, bid, addr, runtime.get(addr)
+
+
+def _cluster_rows(data: Any, result: Result) -> list[Row]:
+    now_ms = time.time() * 1000
+    return [((cluster, name, int(bid)), [cluster, name, bid, addr, *runtime_cells(table, now_ms)])
+            for cluster, name, bid, addr, table in _cluster_brokers(data, result)]
+
+
+def message_totals(table: Mapping[str, str] | None) -> list[int]:
+    """Java's ``clusterList -m`` figures: messages in and out yesterday and today, from
+    the broker's morning and current counters; zeros when a figure is missing, as Java."""
+    t = table or {}
+    try:
+        put = [int(t[f"msgPutTotal{when}"]) for when in ("YesterdayMorning", "TodayMorning", "TodayNow")]
+        get = [int(t[f"msgGetTotal{when}"]) for when in ("YesterdayMorning", "TodayMorning", "TodayNow")]
+    except (KeyError, ValueError):
+        return [0, 0, 0, 0]
+    return [put[1] - put[0], get[1] - get[0], put[2] - put[1], get[2] - get[1]]
+
+
+def _cluster_total_rows(data: Any, result: Result) -> list[Row]:
+    return [((cluster, name, int(bid)), [cluster, name, *map(str, message_totals(table))])
+            for cluster, name, bid, _addr, table in _cluster_brokers(data, result)]
 
 
 CLUSTER = ReadView(
     ("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)", "#OutTPS(LOAD)",
      "#Timer(Progress)", "#PCWait(ms)", "#Hour", "#SPACE", "#ACTIVATED"),
     _cluster_rows,
+)
+#: ``clusterList -m``: one row per broker address, as Java prints it.
+CLUSTER_TOTALS = ReadView(
+    ("#Cluster Name", "#Broker Name", "#InTotalYest", "#OutTotalYest", "#InTotalToday", "#OutTotalToday"),
+    _cluster_total_rows,
 )
 
 MASTERS = ReadView(("Broker", "Master"), lambda data, result: [(n, (n, a)) for n, a in data["masters"].items()])

@@ -21,6 +21,8 @@ BROKER_PROBE_TIMEOUT = 1.0
 def cluster_list(
     cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="Only this cluster.",
                                                    show_default=False)] = None,
+    more_stats: Annotated[bool, typer.Option(
+        "-m", "--moreStats", help="Messages in and out yesterday and today instead of the runtime table.")] = False,
     interval: Annotated[Optional[float], typer.Option(
         "-i", "--interval", min=0, show_default=False, help="Repeat every SECONDS until interrupted.")] = None,
     count: Annotated[Optional[int], typer.Option(
@@ -31,7 +33,8 @@ def cluster_list(
     """Brokers of every cluster as each name server sees them (Java's columns).
 
     Runtime columns come from each broker (GET_BROKER_RUNTIME_INFO, 1 s at most) and show
-    '-' for brokers that do not answer; that is not an error.
+    '-' for brokers that do not answer; that is not an error. With -m, message totals
+    from the same answers (0 when a broker does not answer, as in Java).
     """
     cluster = cluster.strip() if cluster else None
 
@@ -43,11 +46,11 @@ def cluster_list(
 
     async def build(ctx: Context) -> Result:
         read = Step.from_answers(R.GET_BROKER_CLUSTER_INFO, READ, await ctx.ask(fetch, R.GET_BROKER_CLUSTER_INFO),
-                                 view=views.CLUSTER)
+                                 view=views.CLUSTER_TOTALS if more_stats else views.CLUSTER)
         brokers = sorted({a for o in read.outcomes if o.ok for a in views.cluster_addrs(o.data)})
         runtime = await ctx.ask(lambda c: c.get_runtime_info(), R.GET_BROKER_RUNTIME_INFO, addrs=brokers,
                                 connection=BrokerConnection, timeout=min(ctx.timeout, BROKER_PROBE_TIMEOUT))
         probe = Step.from_answers(R.GET_BROKER_RUNTIME_INFO, PROBE, runtime, target="broker")
-        return Result("clusterList", {"cluster": cluster}, [read, probe])
+        return Result("clusterList", {"cluster": cluster, "moreStats": more_stats}, [read, probe])
 
     run(Common(namesrv, output, timeout, profile, traceback), build, interval=interval, count=count)

@@ -7,7 +7,7 @@ from typing import Any, Callable
 import pytest
 
 from tests.cli.conftest import Run
-from tests.cli.fakes import FakeBroker, unused_addr
+from tests.cli.fakes import RUNTIME_INFO, FakeBroker, unused_addr
 from tests.cli.helpers import row
 from tests.nsprocess import NameServerProcess
 
@@ -171,6 +171,23 @@ def test_cluster_list_java_columns_and_broker_runtime(
     by_addr = {s["addr"]: s for s in probe["servers"]}
     assert by_addr[live.addr]["answer"]["brokerVersionDesc"] == "V4_9_8"
     assert by_addr["127.0.0.1:1"]["error"]["type"] == "refused"
+
+
+def test_cluster_list_more_stats_prints_message_totals_like_java(
+    cli: Cli, addrs: list[str], brokers: Brokers, fake_broker: Callable[..., FakeBroker]
+) -> None:
+    counters = {"msgPutTotalYesterdayMorning": "100", "msgPutTotalTodayMorning": "250", "msgPutTotalTodayNow": "260",
+                "msgGetTotalYesterdayMorning": "40", "msgGetTotalTodayMorning": "90", "msgGetTotalTodayNow": "97"}
+    live = fake_broker(runtime={**RUNTIME_INFO, **counters})
+    brokers(addrs, "ms-a", live.addr, {"ms_t": 1}, cluster="MS1")
+    brokers(addrs, "ms-b", "127.0.0.1:1", {"ms_t": 1}, cluster="MS1")  # nothing listens there
+    run = cli("clusterList", "-m", "-c", "MS1", "-n", ns(addrs))
+    assert run.code == 0
+    assert row(run.out, "#Cluster Name", "#Broker Name", "#InTotalYest", "#OutTotalYest", "#InTotalToday",
+               "#OutTotalToday")
+    assert row(run.out, "MS1", "ms-a", "150", "50", "10", "7")
+    assert row(run.out, "MS1", "ms-b", "0", "0", "0", "0")  # Java prints zeros for a silent broker
+    assert "#BID" not in run.out
 
 
 def test_cluster_list_disagreement_unknown_cluster_and_interval(cli: Cli, addrs: list[str], brokers: Brokers) -> None:
