@@ -214,7 +214,7 @@ class TopicTable(Generic[V]):
                 + 8 * len(self._values) + self._index.itemsize * len(self._index))
 
 
-def _prober(index: array, mask: int, hashes: array, starts: array, names: bytearray  # type: ignore[type-arg]
+def _prober(index: array, mask: int, hashes: array, starts: array, names: bytearray
             ) -> Callable[[bytes, int], tuple[int, int]]:
     """The lookup over one set of arrays, as a closure: (entry, index slot) for a name's
     UTF-8 and hash; entry is -1 if absent (the slot is then free). A closure over locals
