@@ -5,7 +5,10 @@ No I/O: the CLI feeds it live answers, the Spark job feeds it captured ones, per
 absence rule and the JSON schema of every result.
 """
 
-from .canonical import canonical_cluster, canonical_route, content_hash
+from .canonical import (
+    CanonicalView, canonical_cluster, canonical_route, canonicalize, content_hash, hash_canonical, route_from_key,
+    route_key,
+)
 from .compare import compare
 from .impact import (
     EXACT_LIMIT, STRATEGIES, allocate_averagely, allocate_by_circle, consumer_queues, impact, producer_queues,
@@ -17,9 +20,10 @@ from .model import KINDS, PRESENT, SCHEMA_VERSION, DiffReport, Finding, Kind, Se
 from .report import diff_views, summarize
 
 __all__ = [
-    "BrokerShare", "ConsumerAssignment", "ConsumerImpact", "DiffReport", "EXACT_LIMIT", "Finding", "KINDS", "Kind",
-    "PRESENT", "ProducerImpact", "ProducerView", "Queue", "SCHEMA_VERSION", "STRATEGIES", "ServerSummary",
-    "ServerView", "TopicImpact", "Value", "allocate_averagely", "allocate_by_circle", "canonical_cluster",
-    "canonical_route", "compare", "consumer_queues", "content_hash", "diff_views", "impact", "producer_queues",
-    "queue_label", "summarize",
+    "BrokerShare", "CanonicalView", "ConsumerAssignment", "ConsumerImpact", "DiffReport", "EXACT_LIMIT", "Finding",
+    "KINDS", "Kind", "PRESENT", "ProducerImpact", "ProducerView", "Queue", "SCHEMA_VERSION", "STRATEGIES",
+    "ServerSummary", "ServerView", "TopicImpact", "Value", "allocate_averagely", "allocate_by_circle",
+    "canonical_cluster", "canonical_route", "canonicalize", "compare", "consumer_queues", "content_hash",
+    "diff_views", "hash_canonical", "impact", "producer_queues", "queue_label", "route_from_key", "route_key",
+    "summarize",
 ]
