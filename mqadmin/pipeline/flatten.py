@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 
 import msgpack
+import numpy as np
 import pyarrow as pa
 
 from nameserver.protocol.bodies import BrokerData, QueueData, TopicRouteData
 from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
 
-from ..diff import ServerView
-from ..diff.canonical import CanonicalView, canonical_cluster, hash_canonical, route_key
+from ..diff import CanonicalView, ServerView, canonical_cluster, hash_canonical, route_key
 from .schema import CaptureFormatError, check_header
 
 ADDRS = pa.map_(pa.int64(), pa.string())
@@ -113,7 +113,7 @@ def _parse(data: bytes) -> Parsed:
 
 
 @dataclass(frozen=True, slots=True)
-class _Route:
+class RouteTemplate:
     key: bytes | None  # canonical.route_key, None = no route
     first: int  # index of its first template row
     count: int
@@ -127,7 +127,7 @@ class Templates:
 
     def __init__(self) -> None:
         self.rows: list[tuple[Any, ...]] = []
-        self.routes: dict[bytes, _Route] = {}
+        self.routes: dict[bytes, RouteTemplate] = {}
         self._table: pa.Table | None = None
         self._reset()
 
@@ -143,17 +143,17 @@ class Templates:
         if len(self.rows) > self.LIMIT:
             self._reset()
 
-    def get(self, raw: bytes) -> _Route:
+    def get(self, raw: bytes) -> RouteTemplate:
         """The template of a route given as raw msgpack."""
         found = self.routes.get(raw)
         return self.add(raw) if found is None else found
 
-    def add(self, raw: bytes) -> _Route:
+    def add(self, raw: bytes) -> RouteTemplate:
         obj = msgpack.unpackb(raw, raw=False, strict_map_key=False)
         route = None if obj is None else ServerView.from_obj({"addr": "", "topics": {"": obj}}).topics[""]
         key = route_key(route)
         rows = route_rows(route, key)
-        entry = _Route(key, len(self.rows), len(rows))
+        entry = RouteTemplate(key, len(self.rows), len(rows))
         self.rows.extend(rows)
         self.routes[raw] = entry
         self._table = None
@@ -212,7 +212,7 @@ def route_rows(route: TopicRouteData | None, key: bytes | None) -> list[tuple[An
 _templates: Templates | None = None
 
 
-def _shared_templates() -> Templates:
+def shared_templates() -> Templates:
     global _templates
     if _templates is None:
         _templates = Templates()
@@ -228,41 +228,36 @@ def routes_batch(parsed: Parsed, templates: Templates | None = None) -> pa.Recor
     header, view = parsed.header, parsed.view
     if not header["ok"]:
         return None
-    templates = templates or _shared_templates()
+    templates = templates or shared_templates()
     templates.trim()
-    listed_set = None if view.get("topic_list") is None else set(view["topic_list"])
+    topic_list = view.get("topic_list")
+    listed_set = None if topic_list is None else set(topic_list)
     order_ns = (view.get("kv") or {}).get(ORDER_TOPIC_CONFIG)
-    names: list[str] = []
-    asked: list[bool] = []
-    row_topic: list[int] = []
-    row_template: list[int] = []
-    seen: set[str] = set()
-    for topic, raw in parsed.topics:
-        entry = templates.get(raw)
-        k = len(names)
-        names.append(topic)
-        asked.append(True)
-        seen.add(topic)
-        row_topic.extend([k] * entry.count)
-        row_template.extend(range(entry.first, entry.first + entry.count))
-    extra = [t for t in (view.get("topic_list") or ()) if t not in seen]
-    extra.extend(k for k in (order_ns or {}) if k not in seen and (listed_set is None or k not in listed_set))
-    for topic in dict.fromkeys(extra):
-        row_topic.append(len(names))
-        row_template.append(0)
-        names.append(str(topic))
-        asked.append(False)
+    names = [topic for topic, _ in parsed.topics]
+    entries = [templates.get(raw) for _, raw in parsed.topics]
+    asked_n = len(names)
+    names.extend(extra_topics(names, topic_list, listed_set, order_ns))
     if not names:
         return None
+    # Row i of the batch is template row first[t] + (i - offset[t]) of its topic t;
+    # topics only listed or only in the KV take template row 0 (no route).
+    first = np.zeros(len(names), np.int64)
+    count = np.ones(len(names), np.int64)
+    first[:asked_n] = [e.first for e in entries]
+    count[:asked_n] = [e.count for e in entries]
+    offset = np.cumsum(count) - count
+    row_topic = np.repeat(np.arange(len(names), dtype=np.int32), count)
+    row_template = np.arange(int(count.sum()), dtype=np.int64) + np.repeat(first - offset, count)
+    asked = np.zeros(len(names), np.bool_)
+    asked[:asked_n] = True
     listed = [None] * len(names) if listed_set is None else [t in listed_set for t in names]
     kv_values = [None] * len(names) if not order_ns else [order_ns.get(t) for t in names]
-    topic_idx = pa.array(row_topic, type=pa.int32())
     per_topic = pa.table({
         "topic": pa.array(names, pa.string()), "asked": pa.array(asked, pa.bool_()),
         "listed": pa.array(listed, pa.bool_()), "order_conf_kv": pa.array(kv_values, pa.string()),
-    }).take(topic_idx)
-    per_route = templates.table().take(pa.array(row_template, type=pa.int32()))
-    n = len(row_topic)
+    }).take(pa.array(row_topic))
+    per_route = templates.table().take(pa.array(row_template))
+    n = len(row_template)
     columns = {
         "round": pa.repeat(pa.scalar(int(header["round"]), pa.int32()), n),
         "capture_ms": pa.repeat(pa.scalar(int(header["captured_ms"]), pa.int64()), n),
@@ -279,16 +274,33 @@ def routes_batch(parsed: Parsed, templates: Templates | None = None) -> pa.Recor
     return pa.RecordBatch.from_arrays(arrays, schema=ROUTES)
 
 
-def capture_row(parsed: Parsed, path: str, templates: Templates | None = None) -> dict[str, Any]:
-    """The captures row of one file (a dict in CAPTURES's field order)."""
+def extra_topics(asked: Iterable[str], topic_list: Iterable[str] | None, listed_set: set[str] | None,
+                 order_ns: Mapping[str, str] | None) -> list[str]:
+    """Topics with routes rows although their route was not asked: in the topic list, or
+    in ORDER_TOPIC_CONFIG (and not listed), each once, in that order."""
+    seen = set(asked)
+    extra = [t for t in (topic_list or ()) if t not in seen]
+    extra.extend(k for k in (order_ns or {}) if k not in seen and (listed_set is None or k not in listed_set))
+    return [str(t) for t in dict.fromkeys(extra)]
+
+
+def capture_row(parsed: Parsed, path: str, templates: Templates | None = None,
+                entries: Mapping[str, RouteTemplate] | None = None, known_hash: str | None = None) -> dict[str, Any]:
+    """The captures row of one file (a dict in CAPTURES's field order). ``entries``: the
+    templates of its routes by topic, and ``known_hash`` its content hash, when the
+    caller has them already."""
     header, view = parsed.header, parsed.view
-    templates = templates or _shared_templates()
-    templates.trim()
+    if entries is None:
+        templates = templates or shared_templates()
+        templates.trim()
+        entries = {topic: templates.get(raw) for topic, raw in parsed.topics}
     ci, tl = view.get("cluster_info"), view.get("topic_list")
     sv = ServerView.from_obj({k: v for k, v in view.items() if k != "topics"} | {"addr": header["server"]})
-    routes = {topic: templates.get(raw).key for topic, raw in parsed.topics}
+    routes = {topic: entry.key for topic, entry in entries.items()}
     content_hash = None
-    if header["ok"]:
+    if header["ok"] and known_hash is not None:
+        content_hash = known_hash
+    elif header["ok"]:
         canon = CanonicalView(header["server"], canonical_cluster(sv.cluster_info),
                               None if sv.topic_list is None else frozenset(sv.topic_list), routes, sv.kv, sv.config)
         content_hash = hash_canonical(canon)
@@ -358,18 +370,3 @@ def map_routes(from_ms: int | None, to_ms: int | None) -> Any:
             if batch is not None and batch.num_rows:
                 yield batch
     return run
-
-
-def map_captures(from_ms: int | None, to_ms: int | None) -> Any:
-    """The ``mapInArrow`` function of the captures pass (binaryFile batches in, CAPTURES out)."""
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        rows = []
-        for path, mtime, parsed in parse_files(batches, from_ms, to_ms, with_captures=True):
-            rows.append(unreadable_row(path, mtime, parsed) if isinstance(parsed, str) else capture_row(parsed, path))
-            if len(rows) >= 256:
-                yield pa.RecordBatch.from_pylist(rows, schema=CAPTURES)
-                rows = []
-        if rows:
-            yield pa.RecordBatch.from_pylist(rows, schema=CAPTURES)
-    return run
-

@@ -5,12 +5,14 @@ installed there, or shipped with ``--py-files``)::
 
     spark-submit --master spark://host:7077 mqadmin/pipeline/job.py CAPTURES --out OUT
 
-Steps, each a Spark action (stderr says which one runs):
+Steps (stderr says which one runs):
 
 1. ingest: the capture files are read with Spark's ``binaryFile`` source and parsed in
-   Python (flatten.py, ``mapInArrow``) into the *captures* and *routes* tables;
-2. divergence: per (round, topic), Spark SQL decides where servers may differ and the
-   diff module (rules.py) is called on those groups only;
+   Python (``mapInArrow``) twice: a round pass (per_round.py) gets the files of a round
+   together and yields the *captures* rows and, per (round, topic), what the diff module
+   (rules.py) finds, calling it only where the servers' routes differ; a routes pass
+   (flatten.py) flattens each file into the *routes* table;
+2. divergence: the round pass's outcomes joined with the rounds' times;
 3. windows, brokers, broker_events, summary: window functions and aggregates;
 4. report.html from small aggregates of those tables.
 
@@ -25,10 +27,11 @@ import argparse
 import os
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -37,7 +40,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from mqadmin.diff import STRATEGIES
-from mqadmin.pipeline import flatten, tables
+from mqadmin.pipeline import flatten, per_round, tables
 
 TABLES = ("captures", "routes", "divergence", "windows", "brokers", "broker_events", "summary")
 #: Files written before the --from bound by more than this are not even read (their
@@ -110,6 +113,41 @@ def _files(spark: SparkSession, opts: JobOptions) -> DataFrame:
     return files.select("path", "modificationTime", "content")
 
 
+def job_conf(spark: SparkSession) -> dict[str, str]:
+    """Session settings for the duration of the job (``run`` restores the previous ones).
+
+    * Capture files are a few MB each: small Arrow batches keep the Python workers'
+      memory flat, and about four file splits per core (instead of one per 128 MB) keep
+      every core busy until the end of each pass over the files.
+    * Spark's planned write sorts every task's rows by ``date`` before writing: a copy of
+      the whole routes table through the sorter, for rows that mostly share one date per
+      task. Concurrent writers (one open file per date) skip it, and fall back to
+      sorting past that many dates in one task.
+    """
+    return {
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "8",
+        "spark.sql.files.minPartitionNum": str(4 * spark.sparkContext.defaultParallelism),
+        "spark.sql.optimizer.plannedWrite.enabled": "false",
+        "spark.sql.maxConcurrentOutputFileWriters": "8",
+    }
+
+
+@contextmanager
+def _conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Session settings for the block, then back to what they were."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
+
+
 def _write(df: DataFrame, out: str, name: str, schemas: dict[str, StructType]) -> None:
     df.write.mode("overwrite").partitionBy("date").parquet(f"{out}/{name}")
     schemas[name] = df.schema
@@ -131,6 +169,11 @@ def run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None] = lam
     if opts.strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {opts.strategy!r}; expected one of {sorted(STRATEGIES)}")
     configure(spark)
+    with _conf(spark, job_conf(spark)):
+        return _run(spark, opts, echo)
+
+
+def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> JobResult:
     result = JobResult()
     schemas: dict[str, StructType] = {}
     out = opts.out.rstrip("/")
@@ -142,47 +185,61 @@ def run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None] = lam
         result.timings[name] = round(now - clock, 3)
         clock = now
 
-    # 1. ingest. Capture files are a few MB each: small Arrow batches keep the Python
-    # workers' memory flat.
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "8")
+    # 1. ingest, first pass: the files of each round directory together (a shuffle of
+    # the raw files, which compress well) give the captures rows and the divergence
+    # outcomes, a small result kept cached.
     files = _files(spark, opts)
-    echo("ingest: reading captures")
-    captures = (files.mapInArrow(flatten.map_captures(opts.from_ms, opts.to_ms), from_arrow_schema(flatten.CAPTURES))
-                .withColumn("date", tables.date_of("capture_ms"))
-                .persist(StorageLevel.MEMORY_AND_DISK))
-    _write(captures, out, "captures", schemas)
-    dates = sorted(str(r["d"]) for r in captures.select(F.col("date").cast("string").alias("d")).distinct().collect()
-                   if r["d"] is not None)
+    echo("ingest: reading captures, comparing servers round by round")
+    by_dir = (files.withColumn("dir", F.regexp_extract("path", r"^(.*)/[^/]*$", 1))
+              .repartition("dir").sortWithinPartitions("dir", "path"))
+    passed = (by_dir.mapInArrow(per_round.map_rounds(opts.from_ms, opts.to_ms, opts.consumers, opts.strategy),
+                                from_arrow_schema(per_round.ROUND_OUT))
+              .persist(StorageLevel.MEMORY_AND_DISK))
+    captures = passed.where(F.col("capture").isNotNull()).select("capture.*").withColumn(
+        "date", tables.date_of("capture_ms"))
+    _write(captures, out, "captures", schemas)  # runs the round pass, on every core
+    # One row per file: one partition, so that the many small steps reading it run one
+    # task each instead of one per partition of the round pass.
+    captures = captures.coalesce(1).persist(StorageLevel.MEMORY_AND_DISK)
+    seen = captures.agg(
+        F.array_sort(F.collect_set(F.col("date").cast("string"))).alias("dates"),
+        F.count_if("unreadable").alias("unreadable"), F.count("*").alias("captures"),
+        F.count_distinct(F.when(F.col("capture_ms").isNotNull(), F.col("round"))).alias("rounds"),
+    ).first()
+    assert seen is not None
+    dates: list[str] = list(seen["dates"])
     result.dates = dates
     if not dates:
+        captures.unpersist()
+        passed.unpersist()
         raise NoCaptures(f"no capture files under {opts.src} in the selected time range")
-    bad_files = captures.where("unreadable").count()
+    bad_files = seen["unreadable"]
     result.counts["unreadable_files"] = bad_files
     if bad_files:
         echo(f"ingest: {bad_files} unreadable capture files (listed in {out}/captures with unreadable = true)")
-    echo("ingest: flattening routes")
-    routes_in = files.mapInArrow(flatten.map_routes(opts.from_ms, opts.to_ms), from_arrow_schema(flatten.ROUTES))
     step("captures")
-    _write(routes_in.withColumn("date", tables.date_of("capture_ms"))
+
+    # 1b. ingest, second pass: the routes table, file by file.
+    echo("ingest: flattening routes")
+    routes = files.mapInArrow(flatten.map_routes(opts.from_ms, opts.to_ms), from_arrow_schema(flatten.ROUTES))
+    _write(routes.withColumn("date", tables.date_of("capture_ms"))
            .withColumn("capture_time", F.timestamp_millis("capture_ms")), out, "routes", schemas)
     step("routes")
-    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")
 
-    # 2. divergence
-    echo("divergence: comparing servers per round and topic")
-    routes = _read(spark, out, "routes", dates, schemas).where(_in_range(opts))
+    # 2. divergence: the round pass's outcomes, and a row per agreeing topic
+    echo("divergence: writing what the servers disagreed on, round by round")
     rounds = tables.rounds(captures).persist(StorageLevel.MEMORY_AND_DISK)
-    facts = tables.topic_facts(routes, rounds).persist(StorageLevel.MEMORY_AND_DISK)  # read twice
-    topic_rows = tables.topic_outcomes(routes, facts, rounds, opts.consumers, opts.strategy)
-    cluster_rows = tables.cluster_outcomes(captures, opts.consumers, opts.strategy)
-    _write(tables.divergence(topic_rows, cluster_rows, rounds, opts.consumers), out, "divergence", schemas)
-    facts.unpersist()
+    outcomes = passed.where(F.col("outcome").isNotNull()).select("outcome.*")
+    agreed = passed.where(F.col("agreed").isNotNull()).select("agreed.round", F.explode("agreed.topics").alias("topic"))
+    _write(tables.divergence(outcomes, agreed, rounds, opts.consumers), out, "divergence", schemas)
+    # What every later step reads of the divergence: the topics that disagreed.
+    bad = tables.divergence(outcomes.where(F.col("topic").isNotNull() & ~F.col("agree")), None, rounds,
+                            opts.consumers).coalesce(1).persist(StorageLevel.MEMORY_AND_DISK)
     step("divergence")
 
     # 3. windows, brokers, summary
     echo("windows, brokers, summary")
-    div = _read(spark, out, "divergence", dates, schemas)
-    _write(tables.windows(div, rounds), out, "windows", schemas)
+    _write(tables.windows(bad, rounds), out, "windows", schemas)
     step("windows")
     pres = tables.presence(captures, rounds).persist(StorageLevel.MEMORY_AND_DISK)
     _write(tables.brokers(pres), out, "brokers", schemas)
@@ -190,40 +247,28 @@ def run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None] = lam
     step("brokers")
     wins = _read(spark, out, "windows", dates, schemas)
     events = _read(spark, out, "broker_events", dates, schemas)
-    _write(tables.summary(div, wins, events, captures, rounds), out, "summary", schemas)
+    _write(tables.summary(bad, wins, events, captures, rounds), out, "summary", schemas)
     pres.unpersist()
     step("summary")
 
-    result.counts.update(
-        rounds=rounds.count(),
-        captures=captures.count(),
-        inconsistent=div.where("scope = 'topic' and not agree").count(),
-        windows=wins.count(),
-    )
+    result.counts.update(rounds=seen["rounds"], captures=seen["captures"], inconsistent=bad.count(),
+                         windows=wins.count())
     step("counts")
     if opts.report and ("://" not in out or out.startswith("file:")):  # the page goes to a local OUT only
         from mqadmin.pipeline.report import write_report
 
         echo("report: drawing")
-        names = ("captures", "divergence", "windows", "broker_events", "summary")
-        result.report = write_report(out, {name: _read(spark, out, name, dates, schemas) for name in names})
+        frames = {"captures": captures, "divergence": bad, "windows": wins, "broker_events": events,
+                  "summary": _read(spark, out, "summary", dates, schemas)}
+        result.report = write_report(out, frames)
         step("report")
-    rounds.unpersist()
-    captures.unpersist()
+    for df in (bad, rounds, captures, passed):
+        df.unpersist()
     return result
 
 
 class NoCaptures(ValueError):
     """Nothing to analyse: no capture file in the directory and time range."""
-
-
-def _in_range(opts: JobOptions) -> F.Column:
-    cond = F.lit(True)
-    if opts.from_ms is not None:
-        cond = cond & (F.col("capture_ms") >= opts.from_ms)
-    if opts.to_ms is not None:
-        cond = cond & (F.col("capture_ms") < opts.to_ms)
-    return cond
 
 
 # ----------------------------------------------------------------- spark-submit ----

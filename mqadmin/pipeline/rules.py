@@ -1,22 +1,23 @@
-"""The diff module applied to grouped rows: the Python half of the divergence table.
+"""The diff module applied to one round's rows: the Python half of the divergence table.
 
-The Spark job groups the flattened rows of one (round, topic), rebuilds from them the
-part of each server's view that concerns that topic (its route, whether it is in the
-topic list, its ORDER_TOPIC_CONFIG entry) and calls ``mqadmin.diff.diff_views`` on those
-views. A finding of ``diff_views`` over the whole views concerns one topic or none
-(cluster info, other KV namespaces, config), and restricting every view to one topic
-leaves exactly that topic's findings and impact: so the job's answer for a topic is by
-construction ``diff-namesrv``'s, which the parity test checks. Cluster-wide findings
-come from a second call per round over the cluster info and the other namespaces.
+The round pass of the Spark job (per_round.py) rebuilds, for a (round, topic), the part
+of each server's view that concerns that topic (its route, from its routes rows; whether
+it is in the topic list; its ORDER_TOPIC_CONFIG entry) and calls
+``mqadmin.diff.diff_views`` on those views. A finding of ``diff_views`` over the whole
+views concerns one topic or none (cluster info, other KV namespaces, config), and
+restricting every view to one topic leaves exactly that topic's findings and impact: so
+the job's answer for a topic is by construction ``diff-namesrv``'s, which the parity
+test checks. Cluster-wide findings come from a second call per round over the cluster
+info and the other namespaces.
 
-Grouping every topic would cost a ``diff_views`` call per (round, topic); the job first
-drops, in Spark SQL, the groups where every server holds the same route hash, list
-membership and KV value, since ``diff_views`` finds nothing there.
+Calling ``diff_views`` for every (round, topic) would be wasted on the topics where every
+server holds the same route, list membership and KV value, where it finds nothing: the
+round pass compares those first and calls it for the others only.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import orjson
 import pyarrow as pa
@@ -30,7 +31,8 @@ FINDING = pa.struct([
     ("kind", pa.string()), ("broker", pa.string()), ("subject", pa.string()),
     ("values", pa.list_(pa.struct([("server", pa.string()), ("value", pa.string())]))),
 ])
-#: What the Python step returns per group; job.py adds the round's time and interval.
+#: What the round pass returns per topic that differs and per round (cluster-wide);
+#: tables.divergence adds the round's time and interval.
 OUTCOME = pa.schema([
     ("round", pa.int32()), ("topic", pa.string()), ("agree", pa.bool_()),
     ("differing", pa.list_(pa.string())), ("kinds", pa.list_(pa.string())), ("findings", pa.list_(FINDING)),
@@ -190,15 +192,3 @@ def cluster_outcome(group: Mapping[str, Any], consumers: int, strategy: str) -> 
             if b["broker"] in named:
                 clusters.add(b["cluster"])
     return outcome(group["round"], None, report, clusters)
-
-
-def map_outcomes(kind: str, consumers: int, strategy: str) -> Any:
-    """The ``mapInArrow`` function over grouped rows ("topic" or "cluster" groups)."""
-    step = topic_outcome if kind == "topic" else cluster_outcome
-
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            rows = [step(group, consumers, strategy) for group in batch.to_pylist()]
-            if rows:
-                yield pa.RecordBatch.from_pylist(rows, schema=OUTCOME)
-    return run

@@ -18,8 +18,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
-
 from mqadmin.pipeline import rules
 
 OUTCOME_SPARK: StructType = from_arrow_schema(rules.OUTCOME)
@@ -49,13 +47,6 @@ def rounds(captures: DataFrame) -> DataFrame:
         F.count("*").alias("servers_asked"),
         F.count_if(ok).alias("servers_answered"),
         F.array_sort(F.collect_list(F.when(ok, F.col("server")))).alias("servers"),
-        F.collect_list(F.when(ok, F.struct(
-            "server", "has_topic_list",
-            F.coalesce(F.map_contains_key("kv", F.lit(ORDER_TOPIC_CONFIG)), F.lit(False)).alias("has_order_ns"),
-        ))).alias("server_info"),
-        F.count_if(ok & F.col("has_topic_list")).alias("list_servers"),
-        F.count_if(ok & F.coalesce(F.map_contains_key("kv", F.lit(ORDER_TOPIC_CONFIG)), F.lit(False)))
-        .alias("kv_servers"),
     )
     # A few thousand rows at most: one partition is right for the global order.
     order = Window.orderBy("capture_ms", "round")
@@ -68,86 +59,21 @@ def rounds(captures: DataFrame) -> DataFrame:
 # --------------------------------------------------------------- divergence ----
 
 
-def topic_facts(routes: DataFrame, rounds_df: DataFrame) -> DataFrame:
-    """Per (round, topic): whether ``diff_views`` could find anything. ``maybe_differs``
-    false means every server that took part holds the same route (hash), the same list
-    membership and the same ORDER_TOPIC_CONFIG value, where the diff finds nothing; true
-    sends the group to the diff itself.
-
-    Values are compared through two hashes (xxhash64 and murmur3, 96 bits together) so
-    that the aggregation is a hash aggregation over longs: min/max over binary or string
-    columns would make Spark sort the whole input. Two different routes of one topic
-    would have to collide on both to be taken as equal.
-    """
-    first = routes.where(F.col("broker_seq") == 0)
-    routed = F.col("asked") & F.col("has_route")
-    has_kv = F.col("order_conf_kv").isNotNull()
-
-    def digests(cond: Column, col: str, name: str) -> list[Column]:
-        h1, h2 = F.when(cond, F.xxhash64(col)), F.when(cond, F.hash(col))
-        return [F.min(h1).alias(f"{name}1_min"), F.max(h1).alias(f"{name}1_max"),
-                F.min(h2).alias(f"{name}2_min"), F.max(h2).alias(f"{name}2_max")]
-
-    facts = first.groupBy("round", "topic").agg(
-        F.bool_or(F.col("asked") & ~F.col("has_route")).alias("none_asked"),
-        F.count_if(routed).alias("routed_n"),
-        *digests(routed, "route_hash", "h"),
-        F.count_if(F.col("listed")).alias("listed_n"),
-        F.count_if(has_kv).alias("kv_n"),
-        *digests(has_kv, "order_conf_kv", "k"),
-    )
-    r = F.broadcast(rounds_df.select("round", "list_servers", "kv_servers"))
-
-    def spread(name: str) -> Column:
-        return (F.col(f"{name}1_min") != F.col(f"{name}1_max")) | (F.col(f"{name}2_min") != F.col(f"{name}2_max"))
-
-    differs = (
-        spread("h")
-        | (F.coalesce(F.col("none_asked"), F.lit(False)) & (F.col("routed_n") > 0))
-        | ((F.col("listed_n") > 0) & (F.col("listed_n") < F.col("list_servers")))
-        | ((F.col("kv_n") > 0) & ((F.col("kv_n") < F.col("kv_servers")) | spread("k")))
-    )
-    return facts.join(r, "round").select("round", "topic", F.coalesce(differs, F.lit(False)).alias("maybe_differs"))
-
-
-ROW_FIELDS = ("server", "asked", "has_route", "listed", "order_conf_kv", "route_hash", "order_topic_conf",
-              "filter_servers", "broker_seq", "broker", "cluster", "has_queue_data", "perm", "read_queue_nums",
-              "write_queue_nums", "topic_sys_flag", "has_broker_data", "broker_addrs", "master_addr")
-
-
-def topic_outcomes(routes: DataFrame, facts: DataFrame, rounds_df: DataFrame, consumers: int,
-                   strategy: str) -> DataFrame:
-    """OUTCOME rows for every (round, topic): the diff's answer where the facts say the
-    servers may differ, an agreeing row built in SQL elsewhere."""
-    suspects = facts.where("maybe_differs").select("round", "topic")
-    groups = (routes.join(suspects, ["round", "topic"], "left_semi")
-              .groupBy("round", "topic").agg(F.collect_list(F.struct(*ROW_FIELDS)).alias("rows"))
-              .join(F.broadcast(rounds_df.select("round", F.col("server_info").alias("servers"))), "round"))
-    diffed = groups.mapInArrow(rules.map_outcomes("topic", consumers, strategy), OUTCOME_SPARK)
-    agreed = facts.where(~F.col("maybe_differs")).select(
-        F.col("round").cast("int"), "topic", F.lit(True).alias("agree"), _array_of("differing"), _array_of("kinds"),
-        _array_of("findings"), _array_of("brokers"), _array_of("clusters"), F.lit(False).alias("affects_clients"),
-        F.lit(0).alias("unassigned"), F.lit(0).alias("doubly_assigned"), _array_of("unassigned_queues"),
-        _array_of("doubly_assigned_queues"), F.lit(False).alias("key_hash_breaks"), _empty("impact_json"),
-    )
-    return diffed.unionByName(agreed)
-
-
-CAPTURE_FIELDS = ("server", "ok", "error", "has_cluster_info", "cluster_brokers", "cluster_members", "kv", "config")
-
-
-def cluster_outcomes(captures: DataFrame, consumers: int, strategy: str) -> DataFrame:
-    """OUTCOME rows of the cluster-wide comparison, one per round."""
-    groups = (captures.where(~F.col("unreadable")).groupBy("round")
-              .agg(F.collect_list(F.struct(*CAPTURE_FIELDS)).alias("captures")))
-    return groups.mapInArrow(rules.map_outcomes("cluster", consumers, strategy), OUTCOME_SPARK)
-
-
-def divergence(topic_rows: DataFrame, cluster_rows: DataFrame, rounds_df: DataFrame, consumers: int) -> DataFrame:
+def divergence(outcomes: DataFrame, agreed: DataFrame | None, rounds_df: DataFrame, consumers: int) -> DataFrame:
+    """The divergence table from the round pass (per_round.py): its OUTCOME rows (topic
+    null: the round's cluster-wide comparison) and, for the topics on which every server
+    agreed, a row built here. ``agreed``: (round, topic) rows; None: OUTCOME rows only."""
+    rows = outcomes
+    if agreed is not None:
+        rows = rows.unionByName(agreed.select(
+            F.col("round").cast("int"), "topic", F.lit(True).alias("agree"), _array_of("differing"),
+            _array_of("kinds"), _array_of("findings"), _array_of("brokers"), _array_of("clusters"),
+            F.lit(False).alias("affects_clients"), F.lit(0).alias("unassigned"), F.lit(0).alias("doubly_assigned"),
+            _array_of("unassigned_queues"), _array_of("doubly_assigned_queues"), F.lit(False).alias("key_hash_breaks"),
+            _empty("impact_json")))
     r = F.broadcast(rounds_df.select("round", "capture_ms", "seq", "interval_ms", "date", "servers"))
-    both = (topic_rows.withColumn("scope", F.lit("topic"))
-            .unionByName(cluster_rows.withColumn("scope", F.lit("cluster"))))
-    return (both.join(r, "round")
+    return (rows.join(r, "round")
+            .withColumn("scope", F.when(F.col("topic").isNull(), "cluster").otherwise("topic"))
             .withColumn("capture_time", F.timestamp_millis("capture_ms"))
             .withColumn("consumers", F.lit(consumers))
             .select("date", "round", "seq", "capture_ms", "capture_time", "interval_ms", "scope", "topic", "servers",

@@ -9,8 +9,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from mqadmin.diff import ServerView, content_hash
-from mqadmin.diff.canonical import canonical_route
+from mqadmin.diff import ServerView, canonical_route, content_hash
 from mqadmin.pipeline import flatten, rules
 from mqadmin.pipeline.capture import capture_files, next_round, write_atomic, write_capture
 from mqadmin.pipeline.schema import (
@@ -137,3 +136,26 @@ def test_capture_row_matches_the_diff_summary() -> None:
 def test_failed_server_has_no_route_rows() -> None:
     parsed = flatten.parse(encode_capture(capture_of(ServerView("A", error="refused"), captured_ms=T0, round=0)))
     assert flatten.routes_batch(parsed, flatten.Templates()) is None
+
+
+@pytest.mark.parametrize("round_no", [0, 3, 6, 7], ids=["agreeing", "lost-broker", "mixed", "one-down"])
+def test_round_batch_splits_topics_and_hashes_like_the_diff(round_no: int) -> None:
+    """The round pass without Spark: every topic is either agreeing or has an outcome
+    whose findings are diff_views', and each file's content hash is the diff's."""
+    from mqadmin.diff import diff_views
+    from mqadmin.pipeline import per_round
+    from tests.pipeline.conftest import hand_rounds
+
+    views = hand_rounds()[round_no]
+    files = [(f"/d/{round_no:06d}/{v.addr}.msgpack", T0,
+              flatten.parse(encode_capture(capture_of(v, captured_ms=T0, round=round_no)))) for v in views]
+    rows = per_round.round_batch(files, 2, "averagely", flatten.Templates()).to_pylist()
+    hashes = {r["capture"]["server"]: r["capture"]["content_hash"] for r in rows if r["capture"]}
+    assert hashes == {v.addr: content_hash(v) if v.ok else None for v in views}
+    agreed = [t for r in rows if r["agreed"] for t in r["agreed"]["topics"]]
+    outcomes = {r["outcome"]["topic"]: r["outcome"] for r in rows if r["outcome"]}
+    report = diff_views(sorted(views, key=lambda v: v.addr), consumers=2)
+    assert not set(agreed) & set(outcomes)
+    assert set(agreed) | set(outcomes) == {t for v in views if v.ok for t in v.topics} | {None}
+    for topic, row in outcomes.items():
+        assert [f["kind"] for f in row["findings"]] == [f.kind for f in report.findings if f.topic == topic]
