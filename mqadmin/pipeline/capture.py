@@ -145,8 +145,9 @@ async def run_snapshot(plan: SnapshotPlan, echo: Echo, *, progress: Callable[[st
             wait = started + plan.every - loop.time()
             if wait > 0:
                 try:
-                    await asyncio.wait_for(stop.wait(), timeout=wait)
-                except asyncio.TimeoutError:
+                    async with asyncio.timeout(wait):  # not wait_for: it can lose a cancellation on 3.11
+                        await stop.wait()
+                except TimeoutError:
                     pass
         stats.interrupted = stop.is_set()
         return stats
