@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -20,7 +19,7 @@ class JavaNamesGroup(TyperGroup):
     """Sub-commands match whatever the case, as in Java's mqadmin, whose runbooks and
     fingers write ``clusterlist`` or ``TOPICROUTE`` as often as ``clusterList``."""
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:  # typer's own (vendored) click types
         command = super().get_command(ctx, cmd_name)
         if command is None:
             wanted = cmd_name.lower()
