@@ -7,8 +7,9 @@ so the names are the registry's memory. Here they live in one UTF-8 buffer with 
 offset, a hash and a value slot each, and an open-addressing index over them.
 
 Behaves like a dict where the registry uses one: insertion order, a re-added topic
-goes to the end, values are replaced in place. Lookups cost about a microsecond
-instead of a tenth; the hot route path caches encoded bodies, so that is fine.
+goes to the end, values are replaced in place. A lookup costs about half a microsecond
+instead of a dict's 0.07: a tenth of a route query, and most of a re-registration's
+per-topic loop, which is the price of the memory.
 """
 
 from __future__ import annotations
