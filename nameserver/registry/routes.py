@@ -177,7 +177,7 @@ class RouteTable:
         return out
 
     def queue_maps(self) -> int:
-        """Distinct queue layouts in use (for metrics and the memory benchmark)."""
+        """Distinct queue layouts in use (the memory benchmark reports it; O(topics))."""
         return len({id(m) for m in self.topic_queue_table.values()})
 
     # ------------------------------------------------------------ register ----
