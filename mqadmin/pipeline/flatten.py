@@ -28,7 +28,7 @@ from nameserver.protocol.bodies import BrokerData, QueueData, TopicRouteData
 from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
 
 from ..diff import CanonicalView, ServerView, canonical_cluster, hash_canonical, route_key
-from .schema import CaptureFormatError, check_header
+from .schema import CaptureFormatError, check_header, check_location
 
 ADDRS = pa.map_(pa.int64(), pa.string())
 
@@ -353,6 +353,7 @@ def parse_files(batches: Iterable[pa.RecordBatch], from_ms: int | None, to_ms: i
             mtime = None if micros is None else int(micros) // 1000  # Spark sends microseconds
             try:
                 parsed = parse(data)
+                check_location(path, int(parsed.header["round"]))
             except CaptureFormatError as exc:
                 if with_captures:
                     yield path, mtime, str(exc)

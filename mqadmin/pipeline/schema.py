@@ -67,6 +67,17 @@ def check_header(obj: Mapping[str, Any]) -> None:
             raise CaptureFormatError(f"capture field {key!r} is missing or not {kind.__name__}")
 
 
+def check_location(path: str, round: int) -> None:
+    """Raise CaptureFormatError when the file sits in another round's directory: the job
+    compares the files of a directory with each other, so a file moved or copied into
+    the wrong one would be compared with another round's captures."""
+    parts = path.rstrip("/").rsplit("/", 2)
+    directory = parts[-2] if len(parts) > 1 else ""
+    if directory.isdigit() and int(directory) != round:
+        raise CaptureFormatError(f"capture of round {round} in directory {directory!r} (round {int(directory)}); "
+                                 f"move it to {round_dir_name(round)}/")
+
+
 def decode_capture(data: bytes) -> Capture:
     """The capture in ``data``; raises CaptureFormatError."""
     try:

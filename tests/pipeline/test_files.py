@@ -13,7 +13,7 @@ from mqadmin.diff import ServerView, canonical_route, content_hash
 from mqadmin.pipeline import flatten, rules
 from mqadmin.pipeline.capture import capture_files, next_round, write_atomic, write_capture
 from mqadmin.pipeline.schema import (
-    SCHEMA, VERSION, CaptureFormatError, capture_of, decode_capture, encode_capture, file_name,
+    SCHEMA, VERSION, CaptureFormatError, capture_of, check_location, decode_capture, encode_capture, file_name,
 )
 from nameserver.protocol.bodies import BrokerData, QueueData, TopicRouteData
 from tests.diff.views import route, view, wiped, with_addrs
@@ -159,3 +159,11 @@ def test_round_batch_splits_topics_and_hashes_like_the_diff(round_no: int) -> No
     assert set(agreed) | set(outcomes) == {t for v in views if v.ok for t in v.topics} | {None}
     for topic, row in outcomes.items():
         assert [f["kind"] for f in row["findings"]] == [f.kind for f in report.findings if f.topic == topic]
+
+
+def test_a_capture_must_sit_in_its_round_directory() -> None:
+    check_location("file:/data/captures/000003/10.0.0.1_9876.msgpack", 3)
+    check_location("/data/flat/10.0.0.1_9876.msgpack", 3)  # not a round directory: nothing to compare
+    check_location("10.0.0.1_9876.msgpack", 3)
+    with pytest.raises(CaptureFormatError, match=r"round 4 in directory '000003' \(round 3\); move it to 000004/"):
+        check_location("file:/data/captures/000003/10.0.0.1_9876.msgpack", 4)

@@ -144,3 +144,33 @@ def synth_start(text: str) -> int:
     from mqadmin.pipeline.synth import parse_start
 
     return parse_start(text)
+
+
+def test_unreadable_and_misplaced_files_are_listed_not_compared(spark: Any, tmp_path: Any) -> None:
+    """A truncated file and a file copied into another round's directory: both are
+    captures rows with unreadable = true and the reason, and neither takes part in a
+    comparison (the misplaced copy differs from its new round's peers)."""
+    from mqadmin.diff import ServerView
+    from mqadmin.pipeline.job import JobOptions, run
+    from tests.diff.views import route, view
+    from tests.pipeline.conftest import write_history
+
+    caps = tmp_path / "captures"
+    same = {"t": route("broker-a")}
+    write_history(caps, [[view(A, same), view(B, same)], [view(A, same), view(B, same)],
+                         [view(A, {"t": route("broker-b")}), ServerView(B, error="refused")]])
+    (caps / "000001" / "10.0.0.2_9876.msgpack").write_bytes((caps / "000002" / "10.0.0.1_9876.msgpack").read_bytes())
+    truncated = caps / "000000" / "10.0.0.2_9876.msgpack"
+    truncated.write_bytes(truncated.read_bytes()[:-7])
+    out = tmp_path / "out"
+    result = run(spark, JobOptions(str(caps), str(out), report=False))
+    assert result.counts["unreadable_files"] == 2
+    bad = {(r["round"], r["server"]): r["error"] for r in
+           spark.read.parquet(str(out / "captures")).where("unreadable").collect()}
+    assert set(bad) == {(0, B), (1, B)}
+    assert "unreadable capture" in bad[(0, B)]
+    assert bad[(1, B)].startswith("capture of round 2 in directory '000001'")
+    differing = spark.read.parquet(str(out / "divergence")).where("scope = 'topic' and not agree").collect()
+    assert [(r["round"], r["topic"]) for r in differing] == []
+    routes = spark.read.parquet(str(out / "routes"))
+    assert [r["server"] for r in routes.where("round = 1").select("server").distinct().collect()] == [A]
