@@ -20,7 +20,11 @@ OutDirOpt = Annotated[Path, typer.Option("--out", help="Directory to write to.",
 
 
 def _echo(line: str) -> None:
-    sys.stderr.write(line + "\n")
+    _write(line + "\n")
+
+
+def _write(text: str) -> None:
+    sys.stderr.write(text)
     sys.stderr.flush()
 
 
@@ -101,6 +105,7 @@ def analyze(
     brokers, broker_events, summary (and captures) under OUT, partitioned by date and
     rewritten per date on a re-run; plus OUT/report.html."""
     from ..pipeline.job import JobOptions, NoCaptures, parse_time, run, session_builder
+    from ..pipeline.progress import StepProgress
 
     def body() -> int:
         try:
@@ -120,8 +125,11 @@ def analyze(
         spark = existing or (session_builder(master).config("spark.driver.memory", "4g").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         started = time.perf_counter()
+        progress = StepProgress(spark.sparkContext.statusTracker(), _write, prefix="analyze: ",
+                                tty=sys.stderr.isatty())
         try:
-            result = run(spark, opts, echo=lambda s: _echo(f"analyze: {s}"))
+            with progress:
+                result = run(spark, opts, echo=progress.step)
         except NoCaptures as exc:
             error_line(str(exc))
             return int(ExitStatus.ERROR)

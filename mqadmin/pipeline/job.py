@@ -41,6 +41,7 @@ from pyspark.sql.types import StructType
 
 from mqadmin.diff import STRATEGIES
 from mqadmin.pipeline import flatten, per_round, tables
+from mqadmin.pipeline.progress import StepProgress
 
 TABLES = ("captures", "routes", "divergence", "windows", "brokers", "broker_events", "summary")
 #: Files written before the --from bound by more than this are not even read (their
@@ -133,7 +134,7 @@ def job_conf(spark: SparkSession) -> dict[str, str]:
 
 
 @contextmanager
-def _conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+def temporary_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
     """Session settings for the block, then back to what they were."""
     before = {key: spark.conf.get(key, None) for key in settings}
     for key, value in settings.items():
@@ -169,7 +170,7 @@ def run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None] = lam
     if opts.strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {opts.strategy!r}; expected one of {sorted(STRATEGIES)}")
     configure(spark)
-    with _conf(spark, job_conf(spark)):
+    with temporary_conf(spark, job_conf(spark)):
         return _run(spark, opts, echo)
 
 
@@ -188,8 +189,8 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     # 1. ingest, first pass: the files of each round directory together (a shuffle of
     # the raw files, which compress well) give the captures rows and the divergence
     # outcomes, a small result kept cached.
-    files = _files(spark, opts)
     echo("ingest: reading captures, comparing servers round by round")
+    files = _files(spark, opts)
     by_dir = (files.withColumn("dir", F.regexp_extract("path", r"^(.*)/[^/]*$", 1))
               .repartition("dir").sortWithinPartitions("dir", "path"))
     passed = (by_dir.mapInArrow(per_round.map_rounds(opts.from_ms, opts.to_ms, opts.consumers, opts.strategy),
@@ -289,8 +290,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                       None if args.from_ is None else parse_time(args.from_),
                       None if args.to is None else parse_time(args.to), not args.no_report)
     spark = session_builder(args.master).getOrCreate()
+
+    def write(text: str) -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
     try:
-        result = run(spark, opts, echo=lambda s: print(s, file=sys.stderr))
+        with StepProgress(spark.sparkContext.statusTracker(), write, prefix="", tty=sys.stderr.isatty()) as progress:
+            result = run(spark, opts, echo=progress.step)
     finally:
         spark.stop()
     print(f"{result.counts} {result.timings}", file=sys.stderr)

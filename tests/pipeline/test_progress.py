@@ -1,0 +1,49 @@
+"""Progress of analyze: step lines in order, and task counts read from Spark's own
+status tracker while a real job runs."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from mqadmin.pipeline.progress import StepProgress, task_counts
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
+
+
+def test_steps_and_task_counts_of_a_running_job(spark: Any, tmp_path: Any) -> None:
+    from mqadmin.pipeline.job import JobOptions, run
+    from mqadmin.pipeline.synth import SynthPlan, synthesize
+
+    synthesize(SynthPlan(tmp_path / "captures", servers=2, brokers=4, topics=30, hours=0.5, every=300))
+    written: list[str] = []
+    tracker = spark.sparkContext.statusTracker()
+    with StepProgress(tracker, written.append, prefix="analyze: ", tty=False, every=0.02) as progress:
+        run(spark, JobOptions(str(tmp_path / "captures"), str(tmp_path / "out"), report=False), echo=progress.step)
+    assert task_counts(tracker) is None  # nothing runs once the job is over
+    text = "".join(written)
+    steps = [line for line in text.splitlines() if not line.startswith("analyze:   ")]
+    assert steps[0] == "analyze: ingest: reading captures, comparing servers round by round"
+    assert steps[-1] == "analyze: windows, brokers, summary"
+    counts = re.findall(r"^analyze:   (\d+)/(\d+) tasks, (\d+) s$", text, re.M)
+    assert counts, text
+    assert all(0 <= int(done) <= int(total) for done, total, _ in counts)
+    # A log gets a line only when the count moved.
+    lines = [line for line in text.splitlines() if line.startswith("analyze:   ")]
+    assert all(a != b for a, b in zip(lines, lines[1:]))
+
+
+def test_terminal_line_is_rewritten_and_cleared(spark: Any) -> None:
+    written: list[str] = []
+    with StepProgress(spark.sparkContext.statusTracker(), written.append, prefix="x: ", tty=True,
+                      every=0.02) as progress:
+        progress.step("counting")
+        spark.range(0, 3_000_000, numPartitions=4).selectExpr("sum(id * id)").collect()
+        progress.step("done")
+    text = "".join(written)
+    assert text.startswith("x: counting\n")
+    assert re.search(r"\rx:   \d+/4 tasks, \d+ s\x1b\[K", text), repr(text)
+    # A step line first clears the progress line; nothing is left behind it.
+    assert text.endswith("\r\x1b[Kx: done\n")
