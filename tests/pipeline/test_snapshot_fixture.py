@@ -74,6 +74,8 @@ def test_snapshot_then_analyze_finds_the_partition(spark: Any, tmp_path: Path) -
 
     result = CliRunner().invoke(app, ["analyze", str(captures), "--out", str(out)])
     assert result.exit_code == 0, result.output
+    assert "analyze: ingest: reading captures, comparing servers round by round\n" in result.output
+    assert "analyze: report: drawing\n" in result.output
     windows = [r.asDict() for r in spark.read.parquet(str(out / "windows")).where("topic = 'orders'").collect()]
     assert len(windows) == 1
     (w,) = windows
