@@ -149,9 +149,41 @@ def temporary_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[No
                 spark.conf.set(key, old)
 
 
-def _write(df: DataFrame, out: str, name: str, schemas: dict[str, StructType]) -> None:
+def _write(df: DataFrame, out: str, name: str, schemas: dict[str, StructType], clear: Sequence[str] = ()) -> None:
+    """Write table ``name``, first removing its partitions of the dates in ``clear``
+    (the dates the run covers, once known: see _clear)."""
+    if clear:
+        _clear(df.sparkSession, out, name, clear)
     df.write.mode("overwrite").partitionBy("date").parquet(f"{out}/{name}")
+    if clear and not _partitions(df.sparkSession, f"{out}/{name}"):
+        # No row at all (a quiet history has no window): a file with the schema and no
+        # row, in a date this run owns, so that spark.read.parquet(table) still works.
+        df.limit(0).drop("date").write.mode("overwrite").parquet(f"{out}/{name}/date={clear[0]}")
     schemas[name] = df.schema
+
+
+def _clear(spark: SparkSession, out: str, name: str, dates: Sequence[str]) -> None:
+    """Remove the partitions of ``dates`` from table ``name`` before it is written.
+
+    Dynamic overwrite replaces only the partitions the new rows fall in, so a date this
+    run covers but finds nothing for (no window left after --from, no broker event)
+    would keep the rows of an earlier run. Through Hadoop's FileSystem, so OUT may be
+    any filesystem Spark writes to."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    root = jvm.org.apache.hadoop.fs.Path(f"{out}/{name}")
+    fs = root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    for date in dates:
+        fs.delete(jvm.org.apache.hadoop.fs.Path(root, f"date={date}"), True)
+
+
+def _partitions(spark: SparkSession, table: str) -> int:
+    """How many date partitions ``table`` has on disk."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    pattern = jvm.org.apache.hadoop.fs.Path(f"{table}/date=*")
+    found = pattern.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).globStatus(pattern)
+    return 0 if found is None else len(found)
 
 
 def _read(spark: SparkSession, out: str, name: str, dates: Sequence[str], schemas: dict[str, StructType]
@@ -224,7 +256,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     echo("ingest: flattening routes")
     routes = files.mapInArrow(flatten.map_routes(opts.from_ms, opts.to_ms), from_arrow_schema(flatten.ROUTES))
     _write(routes.withColumn("date", tables.date_of("capture_ms"))
-           .withColumn("capture_time", F.timestamp_millis("capture_ms")), out, "routes", schemas)
+           .withColumn("capture_time", F.timestamp_millis("capture_ms")), out, "routes", schemas, dates)
     step("routes")
 
     # 2. divergence: the round pass's outcomes, and a row per agreeing topic
@@ -232,7 +264,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     rounds = tables.rounds(captures).persist(StorageLevel.MEMORY_AND_DISK)
     outcomes = passed.where(F.col("outcome").isNotNull()).select("outcome.*")
     agreed = passed.where(F.col("agreed").isNotNull()).select("agreed.round", F.explode("agreed.topics").alias("topic"))
-    _write(tables.divergence(outcomes, agreed, rounds, opts.consumers), out, "divergence", schemas)
+    _write(tables.divergence(outcomes, agreed, rounds, opts.consumers), out, "divergence", schemas, dates)
     # What every later step reads of the divergence: the topics that disagreed.
     bad = tables.divergence(outcomes.where(F.col("topic").isNotNull() & ~F.col("agree")), None, rounds,
                             opts.consumers).coalesce(1).persist(StorageLevel.MEMORY_AND_DISK)
@@ -240,15 +272,15 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
 
     # 3. windows, brokers, summary
     echo("windows, brokers, summary")
-    _write(tables.windows(bad, rounds), out, "windows", schemas)
+    _write(tables.windows(bad, rounds), out, "windows", schemas, dates)
     step("windows")
     pres = tables.presence(captures, rounds).persist(StorageLevel.MEMORY_AND_DISK)
-    _write(tables.brokers(pres), out, "brokers", schemas)
-    _write(tables.broker_events(pres, rounds), out, "broker_events", schemas)
+    _write(tables.brokers(pres), out, "brokers", schemas, dates)
+    _write(tables.broker_events(pres, rounds), out, "broker_events", schemas, dates)
     step("brokers")
     wins = _read(spark, out, "windows", dates, schemas)
     events = _read(spark, out, "broker_events", dates, schemas)
-    _write(tables.summary(bad, wins, events, captures, rounds), out, "summary", schemas)
+    _write(tables.summary(bad, wins, events, captures, rounds), out, "summary", schemas, dates)
     pres.unpersist()
     step("summary")
 

@@ -174,3 +174,30 @@ def test_unreadable_and_misplaced_files_are_listed_not_compared(spark: Any, tmp_
     assert [(r["round"], r["topic"]) for r in differing] == []
     routes = spark.read.parquet(str(out / "routes"))
     assert [r["server"] for r in routes.where("round = 1").select("server").distinct().collect()] == [A]
+
+
+def test_rerun_over_part_of_a_date_drops_windows_and_events_it_no_longer_sees(spark: Any, tmp_path: Any) -> None:
+    """A window and a broker event in rounds 0-2, then agreement. Re-run from round 3:
+    the date is rewritten with only rounds 3-5, so its window and event are gone,
+    although this run finds no window or event to write in their place."""
+    from mqadmin.pipeline.job import JobOptions, run
+    from tests.diff.views import route, view
+    from tests.pipeline.conftest import write_history
+
+    caps, out = tmp_path / "captures", tmp_path / "out"
+    both, one = {"t": route("broker-a", "broker-b")}, {"t": route("broker-a")}
+    split = [view(A, both), view(B, one, brokers=("broker-a",))]
+    agree = [view(A, both), view(B, both)]
+    times = write_history(caps, [split, split, split, agree, agree, agree])
+    first = run(spark, JobOptions(str(caps), str(out), report=False))
+    assert first.counts["windows"] == 1
+    assert spark.read.parquet(str(out / "broker_events")).count() == 1
+    second = run(spark, JobOptions(str(caps), str(out), report=False, from_ms=times[3]))
+    assert second.dates == first.dates == ["2026-01-01"]
+    assert second.counts["windows"] == 0
+    for table in ("windows", "broker_events"):
+        assert spark.read.parquet(str(out / table)).count() == 0, table
+    rounds = spark.read.parquet(str(out / "captures")).select("round").distinct().collect()
+    assert sorted(r["round"] for r in rounds) == [3, 4, 5]  # the date holds only the selected rounds
+    summary = spark.read.parquet(str(out / "summary")).collect()
+    assert [(r["rounds"], r["windows"], r["consistent_share"]) for r in summary] == [(3, 0, 1.0)]
