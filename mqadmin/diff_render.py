@@ -21,7 +21,7 @@ from rich.text import Text
 
 from nameserver.protocol.codes import PERM_READ, PERM_WRITE
 
-from .diff import PRESENT, DiffReport, Finding, Kind, Queue, TopicImpact, Value
+from .diff import PRESENT, DiffReport, Finding, Kind, Queue, TopicImpact, UnknownName, Value
 from .diff_watch import Round, ServerChange, server_ids
 from .render import make_console
 
@@ -221,12 +221,13 @@ def _impact_lines(impact: TopicImpact, ids: dict[str, str]) -> list[tuple[str, s
 
 # ------------------------------------------------------------------ output ----
 
-def render_report(report: DiffReport, out: TextIO, *, tty: bool) -> None:
-    """The whole report: servers, differences, impact."""
+def render_report(report: DiffReport, out: TextIO, *, tty: bool, unknown: Sequence[UnknownName] = ()) -> None:
+    """The whole report: servers, differences, impact. ``unknown`` filters (see
+    ``unknown_names``) withhold the "no differences" line; diagnostics() says why."""
     with _console(out, tty) as console:
         ids = server_ids([s.addr for s in report.servers])
         servers_table(report, ids, console)
-        _findings_and_impacts(report, ids, console, None)
+        _findings_and_impacts(report, ids, console, None, unknown)
 
 
 def render_round(rnd: Round, out: TextIO, *, tty: bool) -> None:
@@ -236,7 +237,7 @@ def render_round(rnd: Round, out: TextIO, *, tty: bool) -> None:
             ids = server_ids([s.addr for s in rnd.report.servers])
             console.print(Text(f"round 1 at {_clock(rnd.started_wall)}"))
             servers_table(rnd.report, ids, console)
-            _findings_and_impacts(rnd.report, ids, console, lambda f: age_text(rnd.lasted(f)))
+            _findings_and_impacts(rnd.report, ids, console, lambda f: age_text(rnd.lasted(f)), rnd.unknown)
         return
     with _console(out, tty) as console:
         ids = server_ids([s.addr for s in rnd.report.servers])
@@ -266,10 +267,11 @@ def render_round(rnd: Round, out: TextIO, *, tty: bool) -> None:
 
 
 def _findings_and_impacts(report: DiffReport, ids: dict[str, str], console: Console,
-                          lasted: Callable[[Finding], str] | None) -> None:
+                          lasted: Callable[[Finding], str] | None, unknown: Sequence[UnknownName] = ()) -> None:
     if not report.findings:
         answered = sum(s.ok for s in report.servers)
-        if answered > 1:
+        # Agreement about a filter that selected nothing is no all-clear.
+        if answered > 1 and not unknown:
             console.print(Text(f"No differences: the {answered} name servers that answered agree"))
         return
     topics = {f.topic for f in report.findings}
@@ -327,9 +329,11 @@ class _console:
 
 
 def diagnostics(rnd: Round) -> list[str]:
-    """stderr lines: each failed server and failed question, then the verdict."""
+    """stderr lines: each failed server and failed question, each unknown filter, then
+    the verdict."""
     lines = [f"mqadmin: error: {v.error}" for v in rnd.views if v.error]
     lines += [f"mqadmin: error: {line}" for v in rnd.views for line in (v.failures if v.ok else ())]
+    lines += [f"mqadmin: error: {u.message}" for u in rnd.unknown]
     if not any(v.ok for v in rnd.views):
         lines.append("mqadmin: error: no name server answered")
     elif rnd.report.findings:

@@ -18,12 +18,15 @@ import orjson
 import typer
 import yaml
 
-from .client import DEFAULT_TIMEOUT
+from nameserver.protocol.bodies import ClusterInfo
+
+from .client import DEFAULT_TIMEOUT, NamesrvConnection
 from .collect import Progress, collect_views
 from .core import Common, Environment, guard
-from .diff import STRATEGIES, ServerView, diff_views
+from .diff import STRATEGIES, ServerView, UnknownName, diff_views, unknown_names, with_suggestions
 from .diff_render import diagnostics, render_report, render_round
 from .diff_watch import Round, Tracker
+from .errors import ServerFailure
 from .profiles import resolve
 
 #: config items that differ per server by design, left out of --config comparisons
@@ -86,8 +89,9 @@ def run(common: Common, options: DiffOptions) -> NoReturn:
                 views = asyncio.run(_collect(target.addrs, options, timeout, progress))
             report = diff_views(views, consumers=options.consumers, strategy=options.strategy,
                                 ignore_config=options.ignore_config if options.config else ())
+            unknown = _unknown(views, options, timeout)
             rnd = tracker.add(views, report, started_wall=started_wall, started=started,
-                              elapsed=time.monotonic() - started)
+                              elapsed=time.monotonic() - started, unknown=unknown)
             _emit(rnd, options, output, env.stdout)
             lines = diagnostics(rnd)
             # A watch repeats an error line only when it is new or back after a pause.
@@ -111,6 +115,34 @@ async def _collect(addrs: Sequence[str], options: DiffOptions, timeout: float,
     )
 
 
+def _unknown(views: Sequence[ServerView], options: DiffOptions, timeout: float) -> tuple[UnknownName, ...]:
+    """The -t topics and -c cluster no answering server knows (exit 1, not a silent 0),
+    with a did-you-mean hint. The views hold only what the filters selected, so the full
+    topic list and cluster info are asked for the hint, and only when a name is unknown."""
+    unknown = unknown_names(views, topics=options.topics, cluster=options.cluster)
+    if all(u.suggestion is not None for u in unknown):
+        return unknown
+    answering = [v.addr for v in views if v.ok]
+    return with_suggestions(unknown, asyncio.run(_all_names(answering, timeout)))
+
+
+async def _all_names(addrs: Sequence[str], timeout: float) -> list[ServerView]:
+    """Each server's unfiltered topic list and cluster info, for hints only: a server
+    that fails here is left out without a word (the comparison has reported it)."""
+
+    async def one(addr: str) -> ServerView | None:
+        try:
+            async with await NamesrvConnection.connect(addr, timeout) as conn:
+                topics, info = await asyncio.gather(conn.get_all_topics(), conn.get_cluster_info(),
+                                                    return_exceptions=True)
+        except ServerFailure:
+            return None
+        return ServerView(addr, cluster_info=info if isinstance(info, ClusterInfo) else None,
+                          topic_list=tuple(topics) if isinstance(topics, list) else None)
+
+    return [v for v in await asyncio.gather(*(one(a) for a in addrs)) if v is not None]
+
+
 def _emit(rnd: Round, options: DiffOptions, output: str, stdout: TextIO) -> None:
     watching = options.watch is not None
     if output == "json":
@@ -125,7 +157,7 @@ def _emit(rnd: Round, options: DiffOptions, output: str, stdout: TextIO) -> None
     elif watching:
         render_round(rnd, stdout, tty=stdout.isatty())
     else:
-        render_report(rnd.report, stdout, tty=stdout.isatty())
+        render_report(rnd.report, stdout, tty=stdout.isatty(), unknown=rnd.unknown)
 
 
 @contextlib.contextmanager

@@ -7,7 +7,8 @@ Pure: the caller passes wall-clock and monotonic times in, so tests step a fake 
 JSON document of one round (``-o json``; one per line with ``--watch``)::
 
     {"schema_version": 1, "command": "diff-namesrv", "args": {...},
-     "status": "ok|partial|disagree|error", "exit_status": 0|3|4|1, "error": null|"line",
+     "status": "ok|partial|disagree|error", "exit_status": 0|3|4|1,
+     "error": null | "no name server answered" | "no name server knows topic 'X'[ (did you mean 'x'?)]; ...",
      "round": 1, "started_at": "2026-11-23T08:45:24.116Z", "elapsed_ms": 812.4,
      "servers":  [ServerSummary.to_obj() + {"id": "A", "failures": [...]}],
      "findings": [Finding.to_obj() + {"first_seen": ISO time, "lasted_s": 12.0}],
@@ -23,7 +24,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .diff import SCHEMA_VERSION, DiffReport, Finding, ServerSummary, ServerView, TopicImpact
+from .diff import SCHEMA_VERSION, DiffReport, Finding, ServerSummary, ServerView, TopicImpact, UnknownName
 from .exit import ExitStatus
 
 COMMAND = "diff-namesrv"
@@ -43,10 +44,12 @@ def server_ids(addrs: Sequence[str]) -> dict[str, str]:
     return {a: letters[i] if i < len(letters) else f"S{i + 1}" for i, a in enumerate(addrs)}
 
 
-def exit_status(views: Sequence[ServerView], report: DiffReport) -> ExitStatus:
-    """1 when no server answered, else 4 on any finding, else 3 when a server or one of
-    its questions failed, else 0."""
-    if not any(v.ok for v in views):
+def exit_status(views: Sequence[ServerView], report: DiffReport,
+                unknown: Sequence[UnknownName] = ()) -> ExitStatus:
+    """1 when no server answered or a filter names what no server knows (bad input: it
+    wins over 4, as a typo's empty comparison must never pass for agreement), else 4 on
+    any finding, else 3 when a server or one of its questions failed, else 0."""
+    if not any(v.ok for v in views) or unknown:
         return ExitStatus.ERROR
     if report.findings:
         return ExitStatus.DISAGREE
@@ -86,6 +89,8 @@ class Round:
     resolved: tuple[tuple[Finding, float], ...] = ()  # (finding, seconds it lasted)
     servers_changed: tuple[ServerChange, ...] = ()
     first: bool = True
+    #: -t topics and -c cluster that no answering server knows (each makes the round exit 1)
+    unknown: tuple[UnknownName, ...] = ()
 
     @property
     def changes(self) -> int:
@@ -98,14 +103,13 @@ class Round:
         ids = server_ids([v.addr for v in self.views])
         failures = {v.addr: list(v.failures) for v in self.views}
         servers = [{"id": ids[s.addr], **s.to_obj(), "failures": failures[s.addr]} for s in self.report.servers]
-        error = "no name server answered" if self.status == ExitStatus.ERROR else None
         return {
             "schema_version": SCHEMA_VERSION,
             "command": COMMAND,
             "args": dict(args),
             "status": _STATUS[self.status],
             "exit_status": int(self.status),
-            "error": error,
+            "error": self.error,
             "round": self.number,
             "started_at": iso(self.started_wall),
             "elapsed_ms": round(self.elapsed_s * 1000, 1),
@@ -119,6 +123,13 @@ class Round:
                 "servers": [c.to_obj() for c in self.servers_changed],
             },
         }
+
+    @property
+    def error(self) -> str | None:
+        """The envelope's ``error`` line: why the round is an error, None when it is not."""
+        if not any(v.ok for v in self.views):
+            return "no name server answered"
+        return "; ".join(u.message for u in self.unknown) or None
 
     def _finding(self, f: Finding) -> dict[str, Any]:
         wall, _ = self.first_seen[finding_id(f)]
@@ -165,11 +176,12 @@ class Tracker:
     _servers: dict[str, str] = field(default_factory=dict)
 
     def add(self, views: Sequence[ServerView], report: DiffReport, *, started_wall: float, started: float,
-            elapsed: float) -> Round:
+            elapsed: float, unknown: Sequence[UnknownName] = ()) -> Round:
         """Record one round and return it with its changes. A round's time is when its
         capture started (``started``, monotonic; ``started_wall`` for display), so a
         difference first seen now has lasted 0 s and one resolved now lasted from the
-        capture that first saw it to this one."""
+        capture that first saw it to this one. ``unknown`` (``unknown_names``) is judged
+        afresh each round: a watched topic may be created, or deleted, meanwhile."""
         now = started
         self.rounds += 1
         current = {finding_id(f): f for f in report.findings}
@@ -187,6 +199,6 @@ class Tracker:
         first = self.rounds == 1
         self._first_seen, self._findings, self._servers = first_seen, current, states
         return Round(
-            self.rounds, started_wall, elapsed, views, report, exit_status(views, report),
-            first_seen, now, new, changed, resolved, servers_changed, first,
+            self.rounds, started_wall, elapsed, views, report, exit_status(views, report, unknown),
+            first_seen, now, new, changed, resolved, servers_changed, first, tuple(unknown),
         )

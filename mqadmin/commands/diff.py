@@ -52,7 +52,8 @@ def diff_namesrv(
     when the route content is equal), then each difference by topic and broker,
     then for each topic that differs: the queues no consumer would own, those
     two would own, and each broker's share of writes per view. Exit 0 when all
-    agree, 4 on any difference, 3 when only some servers or requests failed.
+    agree, 4 on any difference, 3 when only some servers or requests failed, 1
+    when no server answered or a -t topic / -c cluster is known to none of them.
     """
     options = DiffOptions(
         topics=None if not topic else tuple(t.strip() for t in topic),

@@ -10,6 +10,7 @@ from .canonical import (
     route_key,
 )
 from .compare import compare
+from .filters import UnknownName, suggest, unknown_names, with_suggestions
 from .impact import (
     EXACT_LIMIT, STRATEGIES, allocate_averagely, allocate_by_circle, consumer_queues, impact, producer_queues,
 )
@@ -22,8 +23,8 @@ from .report import diff_views, summarize
 __all__ = [
     "BrokerShare", "CanonicalView", "ConsumerAssignment", "ConsumerImpact", "DiffReport", "EXACT_LIMIT", "Finding",
     "KINDS", "Kind", "PRESENT", "ProducerImpact", "ProducerView", "Queue", "SCHEMA_VERSION", "STRATEGIES",
-    "ServerSummary", "ServerView", "TopicImpact", "Value", "allocate_averagely", "allocate_by_circle",
+    "ServerSummary", "ServerView", "TopicImpact", "UnknownName", "Value", "allocate_averagely", "allocate_by_circle",
     "canonical_cluster", "canonical_route", "canonicalize", "compare", "consumer_queues", "content_hash",
     "diff_views", "hash_canonical", "impact", "producer_queues", "queue_label", "route_from_key", "route_key",
-    "summarize",
+    "suggest", "summarize", "unknown_names", "with_suggestions",
 ]
