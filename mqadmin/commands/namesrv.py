@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from nameserver.registry.config import ConfigError, NamesrvConfig, load_properties_file, parse_allow_list
+from nameserver.registry.config import ConfigError, NamesrvConfig, load_properties_file
 from nameserver.server.app import BANNER, NameServer, run
 from nameserver.storage import StorageError
 
@@ -31,18 +31,8 @@ def build_config(
         config.set("bindAddress", listen)
     if kv_config is not None:
         config.set("kvConfigPath", str(kv_config))
-    _check(config)
+    config.validate()  # the rules UPDATE_NAMESRV_CONFIG applies too
     return config
-
-
-def _check(config: NamesrvConfig) -> None:
-    parse_allow_list(config["adminAllowList"])
-    port = config["listenPort"]
-    if not 0 <= port <= 65535:
-        raise ConfigError(f"listenPort: {port} is not a TCP port (0-65535)")
-    for name in ("scanNotActiveBrokerInterval", "brokerChannelExpiredTime"):
-        if config[name] <= 0:
-            raise ConfigError(f"{name}: must be a positive number of milliseconds, not {config[name]}")
 
 
 def _fail(message: str) -> typer.Exit:

@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import javaproperties
 
@@ -85,6 +85,23 @@ FIXED_BLACK_LIST = frozenset({
 })
 
 
+def _positive(value: int) -> bool:
+    return value > 0
+
+
+#: Range rules of ``NamesrvConfig.validate``: item -> (test, what the value must be).
+#: Values outside them stop the server working: no connection accepted, every frame or
+#: every broker refused, or no start at all.
+_RULES: dict[str, tuple[Callable[[int], bool], str]] = {
+    "scanNotActiveBrokerInterval": (_positive, "a positive number of milliseconds"),
+    "brokerChannelExpiredTime": (_positive, "a positive number of milliseconds"),
+    "maxConnections": (lambda v: v >= 0, "0 (no limit) or a positive number of connections"),
+    "frameMaxLength": (_positive, "a positive number of bytes"),
+    "headerMaxLength": (_positive, "a positive number of bytes"),
+    "metricsPort": (lambda v: -1 <= v <= 65535, "-1 (off) or a TCP port (0-65535)"),
+}
+
+
 def _parse(item: ConfigItem, raw: str) -> Any:
     if item.kind is bool:
         # Boolean.parseBoolean: anything but "true" is false, never an error. Unlike Java we
@@ -118,9 +135,9 @@ class NamesrvConfig:
     def apply(self, props: Mapping[str, str], *, strict: bool, keep_unknown: bool) -> tuple[list[str], list[str]]:
         """Apply properties; return (names that changed, names that were not applied).
 
-        ``strict`` (start-up): a bad value raises ConfigError. Otherwise (remote update)
-        bad values and unknown keys are skipped, as Java's properties2Object does, and
-        returned so the caller can log them.
+        ``strict``: a bad value raises ConfigError (leaving earlier items applied; see
+        ``update`` for all or nothing). Otherwise bad values and unknown keys are skipped,
+        as Java's properties2Object does, and returned so the caller can log them.
         """
         changed: list[str] = []
         rejected: list[str] = []
@@ -142,6 +159,39 @@ class NamesrvConfig:
             if self.values[key] != value:
                 self.values[key] = value
                 changed.append(key)
+        return changed, rejected
+
+    def copy(self) -> NamesrvConfig:
+        """An independent copy, to try changes on before they reach the live config."""
+        twin = NamesrvConfig()
+        twin.values = dict(self.values)
+        twin.extras = dict(self.extras)
+        return twin
+
+    def validate(self) -> None:
+        """Raise ConfigError naming the first item the server cannot run with.
+
+        The one set of rules for both the start-up load and remote updates (318): a value
+        an update may set must be one the server would start with, or it would persist a
+        file the next start refuses.
+        """
+        parse_allow_list(self.values["adminAllowList"])
+        port = self.values["listenPort"]
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"listenPort: {port} is not a TCP port (0-65535)")
+        for name, (valid, rule) in _RULES.items():
+            if not valid(self.values[name]):
+                raise ConfigError(f"{name}: must be {rule}, not {self.values[name]}")
+
+    def update(self, props: Mapping[str, str]) -> tuple[list[str], list[str]]:
+        """A remote update (318), all or nothing: applied to a copy and validated there,
+        so a bad value (unparsable, or refused by ``validate``) raises ConfigError with
+        nothing changed. Unknown keys are ignored, as Java does, and returned as rejected.
+        """
+        candidate = self.copy()
+        changed, rejected = candidate.apply(props, strict=True, keep_unknown=False)
+        candidate.validate()
+        self.values.update(candidate.values)
         return changed, rejected
 
     def black_list(self) -> frozenset[str]:

@@ -359,6 +359,9 @@ class Processor:
     # ---------------------------------------------------------------- config ----
 
     def update_config(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+        """318 (spec 4.11), except that a bad value refuses the whole request instead of
+        being skipped: a value the server would not start with must not be applied or
+        written to the ``-c`` file, where it would stop the next start."""
         if not cmd.body:
             return self._ok(cmd)
         try:
@@ -369,7 +372,11 @@ class Processor:
         if blocked:
             log.warning("refused config update of black-listed %s", ", ".join(blocked))
             raise RequestError(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
-        changed, ignored = self.config.apply(props, strict=False, keep_unknown=False)
+        try:
+            changed, ignored = self.config.update(props)
+        except ConfigError as exc:
+            log.warning("refused config update: %s", exc)
+            raise RequestError(ResponseCode.SYSTEM_ERROR, str(exc)) from None
         try:
             self.persist_config(self.config.to_text())
         except Exception as exc:

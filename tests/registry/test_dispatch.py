@@ -691,9 +691,18 @@ def test_update_config_applies_and_persists_the_whole_config(h: Harness) -> None
     assert "unknownKey" not in h.saved_config[0]
 
 
-def test_update_config_skips_bad_values(h: Harness) -> None:
-    h.ok(R.UPDATE_NAMESRV_CONFIG, body=b"listenPort=abc\nserverWorkerThreads=4\n")
-    assert (h.config["listenPort"], h.config["serverWorkerThreads"]) == (9876, 4)
+@pytest.mark.parametrize("body, remark", [
+    (b"listenPort=abc\nserverWorkerThreads=4\n", "listenPort: 'abc' is not a whole number"),
+    (b"serverWorkerThreads=4\nmaxConnections=-1\n",
+     "maxConnections: must be 0 (no limit) or a positive number of connections, not -1"),
+], ids=["unparsable", "out-of-range"])
+def test_update_config_with_a_bad_value_applies_nothing(h: Harness, body: bytes, remark: str) -> None:
+    """Unlike Java, which skips bad values: the start-up rules, all or nothing."""
+    before = h.config.to_text()
+    response = h.call(R.UPDATE_NAMESRV_CONFIG, body=body)
+    assert (response.code, response.remark) == (ResponseCode.SYSTEM_ERROR, remark)
+    assert h.config.to_text() == before
+    assert h.saved_config == []
 
 
 def test_update_config_without_body_changes_nothing(h: Harness) -> None:
