@@ -11,6 +11,8 @@ asks for the stack.
 from __future__ import annotations
 
 import asyncio
+import io
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -31,6 +33,8 @@ T = TypeVar("T")
 PROG = "mqadmin"
 #: what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)
 EXIT_INTERRUPTED = 130
+#: 128 + SIGPIPE, what a shell reports for a writer whose reader went away
+EXIT_BROKEN_PIPE = 141
 
 
 class Output(str, Enum):
@@ -149,11 +153,27 @@ def guard(body: Callable[[], int], *, traceback: bool = False) -> int:
             raise
         error_line("interrupted")
         return EXIT_INTERRUPTED
-    except Exception as exc:  # a bug: say so in one line, the stack only on request
+    except BrokenPipeError:
+        # The reader went away (`diff-namesrv --watch | head -3`): stop quietly, as Unix
+        # tools do, and keep Python from complaining when it flushes stdout at exit.
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except Exception as exc:
         if traceback:
             raise
-        error_line(f"unexpected {type(exc).__name__}: {exc} (run with --traceback for details)")
+        if isinstance(exc, OSError) and exc.filename is not None:  # a path we could not use: bad input
+            error_line(f"{exc.filename}: {exc.strerror or exc}")
+        else:  # a bug: say so in one line, the stack only on request
+            error_line(f"unexpected {type(exc).__name__}: {exc} (run with --traceback for details)")
         return int(ExitStatus.ERROR)
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):  # not a real file (tests)
+        pass
 
 
 def required(value: str, hint: str) -> str:

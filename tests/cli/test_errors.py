@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Callable
 
 import pytest
@@ -14,6 +15,7 @@ from mqadmin.cli import app
 from mqadmin.errors import AddressError
 from tests.cli.conftest import Run
 from tests.cli.helpers import flat
+from tests.nsprocess import NameServerProcess
 
 Cli = Callable[..., Run]
 
@@ -83,3 +85,24 @@ def test_a_bug_is_one_line_unless_traceback(cli: Cli, addrs: list[str], monkeypa
     assert run.err_lines == ["mqadmin: error: unexpected RuntimeError: boom (run with --traceback for details)"]
     result = CliRunner().invoke(app, ["getNamesrvConfig", "-n", addrs[0], "--traceback"])
     assert isinstance(result.exception, RuntimeError)
+
+
+def test_a_path_that_cannot_be_used_is_one_line_naming_it(tmp_path: Path) -> None:
+    occupied = tmp_path / "a-file"
+    occupied.write_text("not a directory")
+    result = CliRunner().invoke(app, ["snapshot", "-n", "127.0.0.1:1", "--out", str(occupied / "captures"),
+                                      "--rounds", "1", "--timeout", "0.2"])
+    assert result.exit_code == 1
+    assert f"mqadmin: error: {occupied / 'captures'}: Not a directory" in result.output
+    assert "unexpected" not in result.output and "Traceback" not in result.output
+
+
+def test_a_reader_that_goes_away_stops_the_command_quietly(namesrv: NameServerProcess) -> None:
+    """`diff-namesrv --watch ... | head -1`: exit 141 (128 + SIGPIPE), nothing on stderr."""
+    proc = subprocess.Popen([sys.executable, "-m", "mqadmin", "diff-namesrv", "-n", namesrv.addr, "--watch", "0.05",
+                             "--count", "2000", "-o", "json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b'{"schema_version":1')
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 141
+    assert proc.stderr.read() == b""
