@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from nameserver.registry.config import ConfigError, NamesrvConfig, load_properties_file
-from nameserver.server.app import BANNER, NameServer, run
+from nameserver.server.app import BANNER, ListenError, NameServer, run
 from nameserver.storage import StorageError
 
 app = typer.Typer(help="Run a RocketMQ-compatible name server.", no_args_is_help=True)
@@ -88,6 +88,5 @@ def start(
         run(config, on_ready=ready)
     except StorageError as exc:
         raise _fail(str(exc)) from None
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise _fail(f"cannot listen on {config['bindAddress']}:{config['listenPort']}: {reason}") from None
+    except ListenError as exc:
+        raise _fail(exc.message) from None

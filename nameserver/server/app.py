@@ -26,6 +26,16 @@ log = logging.getLogger("nameserver")
 BANNER = "The Name Server boot success. serializeType=JSON, address {host}:{port}"
 
 
+class ListenError(OSError):
+    """A listener could not bind: which one (``what``: "" for the name server, or the option),
+    on which address, and the system's reason."""
+
+    def __init__(self, what: str, host: str, port: int, cause: OSError) -> None:
+        reason = os.strerror(cause.errno) if cause.errno else (cause.strerror or str(cause))
+        self.message = f"cannot listen on {host}:{port}{what}: {reason}"
+        super().__init__(cause.errno, self.message)
+
+
 class NameServer:
     def __init__(self, config: NamesrvConfig) -> None:
         self.config = config
@@ -102,13 +112,17 @@ class NameServer:
                 log.exception("%s failed", what)
 
     async def start(self) -> None:
-        """Bind and listen. Raises OSError (port in use, bad address) for the CLI to report."""
+        """Bind and listen. Raises ListenError (port in use, bad address) for the CLI to
+        report, naming the listener that failed: the name-server port or the metrics one."""
         loop = asyncio.get_running_loop()
         host = self.config["bindAddress"]
-        self._server = await loop.create_server(
-            lambda: Connection(self), host=host, port=self.config["listenPort"],
-            backlog=self.config["serverSocketBacklog"], reuse_address=True,
-        )
+        try:
+            self._server = await loop.create_server(
+                lambda: Connection(self), host=host, port=self.config["listenPort"],
+                backlog=self.config["serverSocketBacklog"], reuse_address=True,
+            )
+        except OSError as exc:
+            raise ListenError("", host, self.config["listenPort"], exc) from None
         sock = self._server.sockets[0]
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.host, self.port = host, sock.getsockname()[1]
@@ -119,7 +133,15 @@ class NameServer:
                 self.config["routeSnapshotInterval"], self.write_snapshot, "route snapshot"), name="route-snapshot"))
         if self.config["metricsPort"] >= 0:
             self.metrics = Metrics(self)
-            self.metrics_port = self.metrics.serve(host, self.config["metricsPort"])
+            try:
+                self.metrics_port = self.metrics.serve(host, self.config["metricsPort"])
+            except OSError as exc:
+                # Not stop(): that saves the KV table and the route snapshot, and a server
+                # that never started must not overwrite them.
+                self._server.close()
+                for task in self._tasks:
+                    task.cancel()
+                raise ListenError(" (--metrics-port)", host, self.config["metricsPort"], exc) from None
             log.info("metrics on http://%s:%d/metrics", host, self.metrics_port)
 
     def scan_once(self) -> None:

@@ -81,8 +81,25 @@ def test_port_in_use(tmp_path: Path) -> None:
         res = run_cli("--listen", "127.0.0.1", "--port", str(port), "--kv-config", str(tmp_path / "kv.json"),
                       home=tmp_path)
     assert res.returncode == 1
-    assert f"cannot listen on 127.0.0.1:{port}" in res.stderr
+    assert res.stderr.strip().splitlines()[-1] == f"mqadmin namesrv: cannot listen on 127.0.0.1:{port}: " \
+        "Address already in use"
     assert "Traceback" not in res.stderr
+
+
+def test_metrics_port_in_use_is_named_as_such(tmp_path: Path) -> None:
+    """The name-server port is free, the metrics one is not: the message names the
+    metrics port, and a server that never started writes no (empty) route snapshot."""
+    snapshot = tmp_path / "routes.snapshot"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        res = run_cli("--listen", "127.0.0.1", "--port", "0", "--metrics-port", str(port), "--route-snapshot",
+                      str(snapshot), "--kv-config", str(tmp_path / "kv.json"), home=tmp_path)
+    assert res.returncode == 1
+    assert res.stderr.strip().splitlines()[-1] == (
+        f"mqadmin namesrv: cannot listen on 127.0.0.1:{port} (--metrics-port): Address already in use")
+    assert not snapshot.exists()
 
 
 def test_corrupt_kv_file_refuses_to_start_and_keeps_the_file(tmp_path: Path) -> None:
