@@ -114,6 +114,8 @@ def analyze(
                               report)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from None
+        if opts.from_ms is not None and opts.to_ms is not None and opts.from_ms >= opts.to_ms:
+            raise typer.BadParameter(f"--from ({from_}) must be before --to ({to})", param_hint="'--from'")
         if not captures.is_dir():
             error_line(f"no such directory: {captures}")
             return int(ExitStatus.ERROR)

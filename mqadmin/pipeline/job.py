@@ -199,6 +199,8 @@ def run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None] = lam
     only; nothing large is collected)."""
     if opts.consumers < 1:
         raise ValueError(f"--consumers must be at least 1, got {opts.consumers}")
+    if opts.from_ms is not None and opts.to_ms is not None and opts.from_ms >= opts.to_ms:
+        raise ValueError(f"--from must be before --to (got {opts.from_ms} >= {opts.to_ms} ms)")
     if opts.strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {opts.strategy!r}; expected one of {sorted(STRATEGIES)}")
     configure(spark)

@@ -131,3 +131,13 @@ def test_ctrl_c_finishes_the_round_under_way(namesrv: Any, tmp_path: Path) -> No
     assert len(caps) >= 2 and all(c.ok for c in caps)
     assert [c.round for c in caps] == list(range(len(caps)))
     assert not [p for p in tmp_path.rglob(".*")]  # no temporary left behind
+
+
+def test_analyze_refuses_an_empty_time_range_before_starting_spark(tmp_path: Path) -> None:
+    from tests.cli.helpers import flat
+
+    result = CliRunner().invoke(app, ["analyze", str(tmp_path), "--out", str(tmp_path / "out"),
+                                      "--from", "2026-11-24", "--to", "2026-11-23"])
+    assert result.exit_code == 2
+    assert "--from (2026-11-24) must be before --to (2026-11-23)" in flat(result.output)
+    assert not (tmp_path / "out").exists()
