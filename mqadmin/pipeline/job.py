@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -169,20 +169,23 @@ def _clear(spark: SparkSession, out: str, name: str, dates: Sequence[str]) -> No
     run covers but finds nothing for (no window left after --from, no broker event)
     would keep the rows of an earlier run. Through Hadoop's FileSystem, so OUT may be
     any filesystem Spark writes to."""
+    fs, root = _hadoop_path(spark, f"{out}/{name}")
+    for date in dates:
+        fs.delete(root.suffix(f"/date={date}"), True)
+
+
+def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    """(Hadoop FileSystem, Path) of ``path``, through the session's JVM."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    root = jvm.org.apache.hadoop.fs.Path(f"{out}/{name}")
-    fs = root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
-    for date in dates:
-        fs.delete(jvm.org.apache.hadoop.fs.Path(root, f"date={date}"), True)
+    hpath = jvm.org.apache.hadoop.fs.Path(path)
+    return hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hpath
 
 
 def _partitions(spark: SparkSession, table: str) -> int:
     """How many date partitions ``table`` has on disk."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    pattern = jvm.org.apache.hadoop.fs.Path(f"{table}/date=*")
-    found = pattern.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).globStatus(pattern)
+    fs, pattern = _hadoop_path(spark, f"{table}/date=*")
+    found = fs.globStatus(pattern)
     return 0 if found is None else len(found)
 
 
