@@ -26,7 +26,7 @@ from .core import Common, Environment, guard
 from .diff import STRATEGIES, ServerView, UnknownName, diff_views, unknown_names, with_suggestions
 from .diff_render import diagnostics, render_report, render_round
 from .diff_watch import Round, Tracker
-from .errors import ServerFailure
+from .fanout import ask_all
 from .profiles import resolve
 
 #: config items that differ per server by design, left out of --config comparisons
@@ -130,17 +130,13 @@ async def _all_names(addrs: Sequence[str], timeout: float) -> list[ServerView]:
     """Each server's unfiltered topic list and cluster info, for hints only: a server
     that fails here is left out without a word (the comparison has reported it)."""
 
-    async def one(addr: str) -> ServerView | None:
-        try:
-            async with await NamesrvConnection.connect(addr, timeout) as conn:
-                topics, info = await asyncio.gather(conn.get_all_topics(), conn.get_cluster_info(),
-                                                    return_exceptions=True)
-        except ServerFailure:
-            return None
-        return ServerView(addr, cluster_info=info if isinstance(info, ClusterInfo) else None,
+    async def names(conn: NamesrvConnection) -> ServerView:
+        topics, info = await asyncio.gather(conn.get_all_topics(), conn.get_cluster_info(), return_exceptions=True)
+        return ServerView(conn.addr, cluster_info=info if isinstance(info, ClusterInfo) else None,
                           topic_list=tuple(topics) if isinstance(topics, list) else None)
 
-    return [v for v in await asyncio.gather(*(one(a) for a in addrs)) if v is not None]
+    answers = await ask_all(addrs, names, timeout)
+    return [a.value for a in answers.values() if a.value is not None]
 
 
 def _emit(rnd: Round, options: DiffOptions, output: str, stdout: TextIO) -> None:

@@ -20,11 +20,7 @@ OutDirOpt = Annotated[Path, typer.Option("--out", help="Directory to write to.",
 
 
 def _echo(line: str) -> None:
-    _write(line + "\n")
-
-
-def _write(text: str) -> None:
-    sys.stderr.write(text)
+    sys.stderr.write(line + "\n")
     sys.stderr.flush()
 
 
@@ -127,8 +123,7 @@ def analyze(
         spark = existing or (session_builder(master).config("spark.driver.memory", "4g").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         started = time.perf_counter()
-        progress = StepProgress(spark.sparkContext.statusTracker(), _write, prefix="analyze: ",
-                                tty=sys.stderr.isatty())
+        progress = StepProgress(spark.sparkContext.statusTracker(), prefix="analyze: ", tty=sys.stderr.isatty())
         try:
             with progress:
                 result = run(spark, opts, echo=progress.step)

@@ -327,13 +327,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       None if args.from_ is None else parse_time(args.from_),
                       None if args.to is None else parse_time(args.to), not args.no_report)
     spark = session_builder(args.master).getOrCreate()
-
-    def write(text: str) -> None:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-
     try:
-        with StepProgress(spark.sparkContext.statusTracker(), write, prefix="", tty=sys.stderr.isatty()) as progress:
+        with StepProgress(spark.sparkContext.statusTracker(), prefix="", tty=sys.stderr.isatty()) as progress:
             result = run(spark, opts, echo=progress.step)
     finally:
         spark.stop()

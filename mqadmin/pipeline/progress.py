@@ -9,6 +9,7 @@ when the count moved, so logs stay short.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from typing import Any, Callable
@@ -25,11 +26,16 @@ def task_counts(tracker: Any) -> tuple[int, int] | None:
     return (done, total) if total else None
 
 
+def to_stderr(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
 class StepProgress:
     """``step`` is the job's echo callback (it prints the step line and restarts the
     clock); used as a context manager it polls the tracker on a daemon thread."""
 
-    def __init__(self, tracker: Any, write: Callable[[str], None], *, prefix: str, tty: bool,
+    def __init__(self, tracker: Any, write: Callable[[str], None] = to_stderr, *, prefix: str, tty: bool,
                  every: float | None = None) -> None:
         self._tracker = tracker
         self._write = write

@@ -138,9 +138,7 @@ class NameServer:
             except OSError as exc:
                 # Not stop(): that saves the KV table and the route snapshot, and a server
                 # that never started must not overwrite them.
-                self._server.close()
-                for task in self._tasks:
-                    task.cancel()
+                self._close()
                 raise ListenError(" (--metrics-port)", host, self.config["metricsPort"], exc) from None
             log.info("metrics on http://%s:%d/metrics", host, self.metrics_port)
 
@@ -178,14 +176,18 @@ class NameServer:
             log.warning("broker removed: %s (%s), its connection from %s closed",
                         removal.broker_addr, removal.broker_name or "?", conn.peer)
 
-    async def stop(self) -> None:
-        """Stop accepting, let written answers drain, save the KV table."""
+    def _close(self) -> None:
+        """Stop listening, the periodic jobs and every connection (nothing saved)."""
         if self._server is not None:
             self._server.close()
         for task in self._tasks:
             task.cancel()
         for conn in list(self.connections):
             conn.close()
+
+    async def stop(self) -> None:
+        """Stop accepting, let written answers drain, save the KV table."""
+        self._close()
         await asyncio.sleep(0)
         try:
             atomic_write(self.config["kvConfigPath"], self.kv.dumps())
