@@ -32,12 +32,15 @@ def collect_report_data(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
     ``captures``, ``divergence``, ``windows``, ``broker_events`` and ``summary``."""
     div, wins, events = frames["divergence"], frames["windows"], frames["broker_events"]
     summary, captures = frames["summary"], frames["captures"]
-    per_server = (div.where("scope = 'topic' and not agree")
-                  .select("capture_ms", F.explode("differing").alias("server"))
-                  .groupBy("capture_ms", "server").count().collect())
-    totals = (div.where("scope = 'topic' and not agree").groupBy("capture_ms").count().collect())
-    rounds = captures.groupBy("round").agg(F.min("capture_ms").alias("capture_ms")).collect()
-    servers = sorted(r["server"] for r in captures.where("not unreadable").select("server").distinct().collect())
+    # Per round, the inconsistent topics in all (server null) and per server outside the
+    # majority, in one query: each topic counts once under null and once per server.
+    marks = F.explode(F.concat(F.array(F.lit(None).cast("string")), F.col("differing")))
+    counts = (div.where("scope = 'topic' and not agree").select("capture_ms", marks.alias("server"))
+              .groupBy("capture_ms", "server").count().collect())
+    rounds = captures.groupBy("round").agg(
+        F.min("capture_ms").alias("capture_ms"),
+        F.collect_set(F.when(~F.col("unreadable"), F.col("server"))).alias("servers")).collect()
+    servers = sorted({server for r in rounds for server in r["servers"]})
     bucket = F.lit(len(BUCKETS) - 1)
     for i, (bound, _) in reversed(list(enumerate(BUCKETS[:-1]))):
         bucket = F.when(F.col("duration_s") < bound, F.lit(i)).otherwise(bucket)
@@ -50,8 +53,8 @@ def collect_report_data(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
     return {
         "rounds": sorted(r["capture_ms"] for r in rounds if r["capture_ms"] is not None),
         "servers": servers,
-        "per_server": [(r["capture_ms"], r["server"], r["count"]) for r in per_server],
-        "totals": {r["capture_ms"]: r["count"] for r in totals},
+        "per_server": [(r["capture_ms"], r["server"], r["count"]) for r in counts if r["server"] is not None],
+        "totals": {r["capture_ms"]: r["count"] for r in counts if r["server"] is None},
         "hist": [(r["bucket"], r["cause"], r["count"]) for r in hist],
         "events": [r.asDict() for r in ev],
         "summary": [r.asDict() for r in summary.orderBy("date", "cluster").collect()],

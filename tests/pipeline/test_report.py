@@ -79,3 +79,24 @@ def test_bars_show_window_durations(hand_history: dict[str, Any], tmp_path: Path
     finally:
         driver.quit()
     assert dict(data)["broker_missing"] >= 1
+
+
+def test_timeline_counts_topics_per_round_and_server(spark: Any, hand_history: dict[str, Any]) -> None:
+    """The timeline's numbers: per round, the inconsistent topics in all and, per server,
+    those on which it is outside the majority."""
+    from mqadmin.pipeline.report import collect_report_data
+
+    out, times = hand_history["out"], hand_history["times"]
+    frames = {name: spark.read.parquet(str(out / name))
+              for name in ("captures", "divergence", "windows", "broker_events", "summary")}
+    data = collect_report_data(frames)
+    A, B, C = "10.0.0.1:9876", "10.0.0.2:9876", "10.0.0.3:9876"
+    assert data["rounds"] == times and data["servers"] == [A, B, C]
+    per_round: dict[int, dict[str, int]] = {}
+    for t, server, n in data["per_server"]:
+        per_round.setdefault(t, {})[server] = n
+    # 2-4: B lost broker-b (orders and t2). 6: orders, where A (wipe, order conf) and B
+    # (empty order namespace) each stand apart, and C's t2 and t3.
+    assert [data["totals"].get(t, 0) for t in times[:7]] == [0, 0, 2, 2, 2, 0, 3]
+    assert [per_round.get(t, {}) for t in times[:7]] == [{}, {}, {B: 2}, {B: 2}, {B: 2}, {}, {A: 1, B: 1, C: 2}]
+    assert data["totals"].get(times[8], 0) == 0
