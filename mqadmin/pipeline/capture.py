@@ -136,7 +136,8 @@ async def run_snapshot(plan: SnapshotPlan, echo: Echo, *, progress: Callable[[st
             for view in views:
                 if not view.ok:
                     stats.errors[view.addr] = str(view.error)
-                    echo(f"round {number}: {view.addr}: {view.error}")
+                    error = str(view.error)  # names the server already, as a rule
+                    echo(f"round {number}: {error if error.startswith(view.addr) else f'{view.addr}: {error}'}")
                 for line in view.failures:
                     echo(f"round {number}: {line}")
             number += 1
