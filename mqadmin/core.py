@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import math
 import os
 import sys
 import time
@@ -49,8 +50,18 @@ NamesrvOpt = Annotated[Optional[str], typer.Option(
     help="Name servers, 'host:port;host:port'. Default: $NAMESRV_ADDR, else the --profile servers.")]
 OutputOpt = Annotated[Optional[Output], typer.Option(
     "-o", "--output", show_default=False, help="table (default), json or yaml.")]
+
+
+def _seconds(value: Optional[float]) -> Optional[float]:
+    """--timeout: a positive, finite number of seconds (nan, inf, 0 and below are refused)."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"must be a positive number of seconds, got {value:g}")
+    return value
+
+
 TimeoutOpt = Annotated[Optional[float], typer.Option(
-    "--timeout", show_default=False, help=f"Seconds to wait for each server (default {DEFAULT_TIMEOUT:g}).")]
+    "--timeout", show_default=False, callback=_seconds,
+    help=f"Seconds to wait for each server (default {DEFAULT_TIMEOUT:g}).")]
 ProfileOpt = Annotated[Optional[str], typer.Option(
     "--profile", show_default=False,
     help="Profile of ~/.config/mqadmin/profiles.yaml (or $MQADMIN_CONFIG) naming the name servers and defaults.")]
@@ -115,8 +126,6 @@ def run(
 ) -> NoReturn:
     """Resolve servers, run ``build`` (every ``interval`` s, ``count`` times), render, exit."""
     def body() -> int:
-        if common.timeout is not None and common.timeout <= 0:
-            raise typer.BadParameter("must be a positive number of seconds", param_hint="'--timeout'")
         target = resolve(common.namesrv, common.profile)
         output = common.output.value if common.output is not None else (target.output or "table")
         ctx = Context(target.addrs, common.timeout or target.timeout or DEFAULT_TIMEOUT)

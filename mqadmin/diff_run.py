@@ -74,8 +74,6 @@ def run(common: Common, options: DiffOptions) -> NoReturn:
     """Rounds until done; exits with the last round's status (130 on Ctrl-C)."""
 
     def body() -> int:
-        if common.timeout is not None and common.timeout <= 0:
-            raise typer.BadParameter("must be a positive number of seconds", param_hint="'--timeout'")
         options.check()
         target = resolve(common.namesrv, common.profile)
         output = common.output.value if common.output is not None else (target.output or "table")

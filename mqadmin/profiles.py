@@ -30,6 +30,7 @@ line override both. They apply whenever the file is used for the servers, and al
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,7 +114,8 @@ def _profile_target(raw: dict[str, Any], name: str, path: Path, addrs: list[str]
             raise ConfigError(f"{path}: profile {name!r} needs 'namesrv: host:port;host:port'")
         addrs = parse_addrs(servers, source)
     timeout = merged.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not math.isfinite(timeout) or timeout <= 0):
         raise ConfigError(f"{path}: profile {name!r}: timeout must be a positive number of seconds")
     output = merged.get("output")
     if output is not None and output not in OUTPUTS:

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -40,8 +42,9 @@ def snapshot(
     """Capture every name server's cluster info, topic list, routes and KV namespaces,
     one msgpack file per server per round under OUT/<round>/ (written atomically).
 
-    Runs until --rounds or --duration, or Ctrl-C (which finishes the round under way).
-    Exit 0 when every server answered every round, 3 when some did not, 1 when none did.
+    Runs until --rounds or --duration, or Ctrl-C or SIGTERM (which finish the round under
+    way; a second one stops at once, exit 130). Exit 0 when every server answered every
+    round, 3 when some did not, 1 when none did.
     """
     from ..pipeline.capture import SnapshotPlan, run_snapshot
     from ..profiles import resolve
@@ -59,7 +62,7 @@ def snapshot(
         except asyncio.CancelledError:  # a second Ctrl-C; every file written is whole
             error_line("interrupted")
             return EXIT_INTERRUPTED
-        how = "stopped by Ctrl-C" if stats.interrupted else "done"
+        how = f"stopped by {stats.stopped_by or 'request'}" if stats.interrupted else "done"
         _echo(f"snapshot: {how}: {stats.rounds} rounds, {stats.files} files, {stats.failed} from servers that "
               "did not answer")
         if stats.files and not stats.answered:
@@ -81,6 +84,37 @@ def _progress():  # type: ignore[no-untyped-def]
                 sys.stderr.write("\r\x1b[K")
             sys.stderr.flush()
     return show
+
+
+#: The master URLs Spark itself accepts (checked here, before a JVM is started for nothing).
+MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|spark://\S+|yarn|k8s://\S+")
+
+
+def _has_captures(captures: Path) -> bool:
+    """Whether any capture file sits in a round directory (NNNNNN/) under ``captures``."""
+    return any(p.parent.name.isdigit() and not p.name.startswith(".") for p in captures.rglob("*.msgpack"))
+
+
+def _unwritable(out: Path) -> str | None:
+    """Why ``out`` cannot take the tables, or None; creates it if missing."""
+    if out.exists() and not out.is_dir():
+        return "not a directory"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not os.access(out, os.W_OK | os.X_OK):
+        return "not writable"
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    """The gist of a Spark/py4j error, whose text runs on with a Java stack."""
+    for line in str(exc).splitlines():
+        line = line.strip()
+        if line and not line.startswith("at "):
+            return line[:300]
+    return type(exc).__name__
 
 
 def analyze(
@@ -112,15 +146,29 @@ def analyze(
             raise typer.BadParameter(str(exc)) from None
         if opts.from_ms is not None and opts.to_ms is not None and opts.from_ms >= opts.to_ms:
             raise typer.BadParameter(f"--from ({from_}) must be before --to ({to})", param_hint="'--from'")
+        if not MASTER.fullmatch(master):
+            raise typer.BadParameter(f"{master!r} is not a Spark master URL (local, local[N], local[*], "
+                                     "spark://HOST:PORT, yarn, k8s://URL)", param_hint="'--master'")
         if not captures.is_dir():
             error_line(f"no such directory: {captures}")
+            return int(ExitStatus.ERROR)
+        if not _has_captures(captures):
+            error_line(f"no capture files under {captures} (snapshot writes {captures}/NNNNNN/HOST_PORT.msgpack)")
+            return int(ExitStatus.ERROR)
+        problem = _unwritable(out)
+        if problem:
+            error_line(f"--out {out}: {problem}")
             return int(ExitStatus.ERROR)
         if master.startswith("local"):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no lookup of this host's name
         from pyspark.sql import SparkSession
 
         existing = SparkSession.getActiveSession()
-        spark = existing or (session_builder(master).config("spark.driver.memory", "4g").getOrCreate())
+        try:
+            spark = existing or (session_builder(master).config("spark.driver.memory", "4g").getOrCreate())
+        except Exception as exc:  # JVM gone, master unreachable: Spark's own lines are above
+            error_line(f"cannot start Spark with --master {master}: {_first_line(exc)}")
+            return int(ExitStatus.ERROR)
         spark.sparkContext.setLogLevel("ERROR")
         started = time.perf_counter()
         progress = StepProgress(spark.sparkContext.statusTracker(), prefix="analyze: ", tty=sys.stderr.isatty())
@@ -138,6 +186,10 @@ def analyze(
               f"{c.get('inconsistent', 0)} inconsistent (round, topic) pairs, {c.get('windows', 0)} windows "
               f"on {', '.join(result.dates)}, {time.perf_counter() - started:.0f} s")
         _echo(f"analyze: tables under {out}" + (f"; report {result.report}" if result.report else ""))
+        if c.get("unreadable_files"):
+            _echo(f"analyze: {c['unreadable_files']} capture files could not be read and were left out "
+                  "(exit 3; see the captures table, unreadable = true)")
+            return int(ExitStatus.PARTIAL)
         return int(ExitStatus.OK)
 
     raise typer.Exit(code=guard(body, traceback=traceback))
@@ -152,7 +204,8 @@ def synth_history(
     every: Annotated[float, typer.Option("--every", min=1.0, help="Seconds between captures.")] = 300.0,
     seed: Annotated[int, typer.Option("--seed", help="Random seed: same seed, same files.")] = 1,
     spread: Annotated[int, typer.Option("--spread", min=1, help="Broker groups per topic.")] = 2,
-    start: Annotated[str, typer.Option("--start", help="Time of the first capture (UTC).")] = "2026-01-01T00:00:00Z",
+    start: Annotated[str, typer.Option("--start", help="Time of the first capture (2026-01-01, ...T08:00[Z], "
+                                                       "epoch ms; UTC unless given).")] = "2026-01-01T00:00:00Z",
     events: Annotated[float, typer.Option("--events", min=0.0, help="Event rate multiplier (0: none).")] = 1.0,
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="List the events drawn.")] = False,
     traceback: TracebackOpt = False,
@@ -161,7 +214,22 @@ def synth_history(
     wipes) in the format snapshot writes, for tests, demos and benchmarks."""
     from ..pipeline.synth import SynthPlan, describe, synthesize
 
+    from ..pipeline.capture import next_round
+    from ..pipeline.times import parse_time
+
+    for name, value in (("--hours", hours), ("--every", every), ("--events", events)):
+        if not math.isfinite(value):
+            raise typer.BadParameter(f"must be a finite number, got {value:g}", param_hint=f"'{name}'")
+    try:
+        parse_time(start)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--start'") from None
+
     def body() -> int:
+        if out.is_dir() and next_round(out):
+            error_line(f"{out} already holds captures (rounds up to {next_round(out) - 1:06d}); synth-history "
+                       "writes a whole history: give a new or empty directory")
+            return int(ExitStatus.ERROR)
         plan = SynthPlan(out, servers=servers, brokers=brokers, topics=topics, hours=hours, every=every, seed=seed,
                          spread=spread, start=start, events_per_day=events)
         started = time.perf_counter()

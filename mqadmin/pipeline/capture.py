@@ -34,6 +34,11 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
                 f.flush()
                 os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None:  # ENOSPC, EIO: say which file could not be written
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -77,6 +82,7 @@ class SnapshotStats:
     answered: int = 0  # files of servers that answered (ok)
     failed: int = 0  # files of servers that did not
     interrupted: bool = False
+    stopped_by: str = ""  # "Ctrl-C" or "SIGTERM" when a signal ended it
     errors: dict[str, str] = field(default_factory=dict)  # server -> last error
 
 
@@ -97,9 +103,20 @@ async def capture_round(plan: SnapshotPlan, round: int, progress: Callable[[str,
     captured_ms = time.time_ns() // 1_000_000
     views = await collect_views(plan.addrs, kv_namespaces=tuple(plan.kv_namespaces), timeout=plan.timeout,
                                 progress=progress)
-    for view in views:
-        write_capture(plan.out, capture_of(view, captured_ms=captured_ms, round=round))
+    try:
+        for view in views:
+            write_capture(plan.out, capture_of(view, captured_ms=captured_ms, round=round))
+    except OSError:
+        _remove_if_empty(plan.out / round_dir_name(round))  # no empty round left by a full disk
+        raise
     return views
+
+
+def _remove_if_empty(directory: Path) -> None:
+    try:
+        directory.rmdir()
+    except OSError:  # not empty (some servers' files were written), or already gone
+        pass
 
 
 async def run_snapshot(plan: SnapshotPlan, echo: Echo, *, progress: Callable[[str, int, int], None] | None = None,
@@ -113,7 +130,7 @@ async def run_snapshot(plan: SnapshotPlan, echo: Echo, *, progress: Callable[[st
     stop = stop or asyncio.Event()
     stats = SnapshotStats()
     loop = asyncio.get_running_loop()
-    installed = _install_sigint(loop, stop, echo)
+    installed = _install_sigint(loop, stop, echo, stats)
     try:
         plan.out.mkdir(parents=True, exist_ok=True)
         number = next_round(plan.out)
@@ -154,24 +171,36 @@ async def run_snapshot(plan: SnapshotPlan, echo: Echo, *, progress: Callable[[st
         return stats
     finally:
         if installed:
-            loop.remove_signal_handler(signal.SIGINT)
+            for sig in STOP_SIGNALS:
+                loop.remove_signal_handler(sig)
 
 
-def _install_sigint(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, echo: Echo) -> bool:
-    """First Ctrl-C: finish the round under way, then stop. Second: stop at once (files
-    already written are whole; the round under way may lack some servers)."""
+#: Ctrl-C, and what systemd, Kubernetes and kill send: both end a snapshot the same way.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _install_sigint(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, echo: Echo, stats: SnapshotStats) -> bool:
+    """First Ctrl-C (or SIGTERM): finish the round under way, then stop. Second: stop at
+    once (files already written are whole; the round under way may lack some servers)."""
     task = asyncio.current_task()
 
-    def on_sigint() -> None:
+    def on_signal(name: str) -> None:
         if stop.is_set():
             if task is not None:
                 task.cancel()
             return
         stop.set()
-        echo("interrupted: finishing the current round (Ctrl-C again to stop at once)")
+        stats.stopped_by = name
+        echo(f"{'interrupted' if name == 'Ctrl-C' else 'terminated'}: finishing the current round "
+             "(Ctrl-C again to stop at once)")
 
+    installed: list[signal.Signals] = []
     try:
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        for sig in STOP_SIGNALS:
+            loop.add_signal_handler(sig, on_signal, "Ctrl-C" if sig == signal.SIGINT else "SIGTERM")
+            installed.append(sig)
     except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+        for sig in installed:
+            loop.remove_signal_handler(sig)
         return False
     return True

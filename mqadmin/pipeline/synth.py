@@ -45,6 +45,7 @@ from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
 
 from .capture import write_atomic
 from .schema import SCHEMA, VERSION, file_name, round_dir_name
+from .times import parse_time
 
 EXPIRY_MS = 120_000
 SCAN_MS = 5_000
@@ -381,11 +382,7 @@ class _Packer:
         return b"".join(out)
 
 
-def parse_start(text: str) -> int:
-    dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return int(dt.timestamp() * 1000)
+parse_start = parse_time  # --start takes what analyze --from takes
 
 
 @dataclass

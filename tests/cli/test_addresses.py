@@ -128,6 +128,8 @@ def test_xdg_location(tmp_path: Path) -> None:
     ("profiles:\n  p:\n    namesrv: a:1\n    timout: 3\n", "p", "profile 'p' has unknown key(s) 'timout'"),
     ("profiles:\n  p:\n    timeout: 3\n", "p", "profile 'p' needs 'namesrv: host:port;host:port'"),
     ("profiles:\n  p:\n    namesrv: a:1\n    timeout: -1\n", "p", "timeout must be a positive number"),
+    ("profiles:\n  p:\n    namesrv: a:1\n    timeout: .nan\n", "p", "timeout must be a positive number"),
+    ("profiles:\n  p:\n    namesrv: a:1\n    timeout: .inf\n", "p", "timeout must be a positive number"),
     ("profiles:\n  p:\n    namesrv: a:1\n    output: xml\n", "p", "output must be one of table, json, yaml"),
     ("profiles:\n  p:\n    namesrv: 'a:1;b'\n", "p", "profile 'p' in"),
 ])

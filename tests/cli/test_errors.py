@@ -34,6 +34,8 @@ ADMIN_COMMANDS = ["clusterList", "topicRoute", "topicList", "getKvConfig", "getN
     (["topicList", "-o", "xml"], "Invalid value for '-o' / '--output'"),
     (["updateOrderConf", "-t", "t", "-m", "post"], "Invalid value for '-m' / '--method'"),
     (["topicList", "--timeout", "0", "-n", "127.0.0.1:1"], "Invalid value for '--timeout': must be a positive number"),
+    (["topicList", "--timeout", "nan", "-n", "127.0.0.1:1"], "Invalid value for '--timeout': must be a positive"),
+    (["snapshot", "--out", "x", "--timeout", "-1", "-n", "127.0.0.1:1"], "Invalid value for '--timeout': must be"),
     (["topicRoute", "-t", "  ", "-n", "127.0.0.1:1"], "Invalid value for '-t': must not be empty"),
     (["clusterList", "-i", "-1"], "Invalid value for '-i' / '--interval'"),
     (["noSuchCommand"], "No such command 'noSuchCommand'."),

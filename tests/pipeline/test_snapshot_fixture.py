@@ -4,6 +4,12 @@ window in the windows table and in report.html is the one the capture files show
 
 from __future__ import annotations
 
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -110,12 +116,8 @@ def test_snapshot_of_unreachable_server_writes_error_captures(tmp_path: Path) ->
     assert len(lines) == 1 and lines[0].count("127.0.0.1:1") == 1, result.stderr
 
 
-def test_ctrl_c_finishes_the_round_under_way(namesrv: Any, tmp_path: Path) -> None:
-    import signal
-    import subprocess
-    import sys
-    import time
-
+@pytest.mark.parametrize("sig,name", [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")])
+def test_ctrl_c_or_sigterm_finishes_the_round_under_way(namesrv: Any, tmp_path: Path, sig: int, name: str) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "mqadmin", "snapshot", "-n", namesrv.addr, "--out", str(tmp_path),
                              "--every", "0.2"], stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
@@ -126,10 +128,10 @@ def test_ctrl_c_finishes_the_round_under_way(namesrv: Any, tmp_path: Path) -> No
         lines.append(line)
         if line.startswith("round 1:"):
             break
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     rest = proc.communicate(timeout=30)[1]
     assert proc.returncode == 0, "".join(lines) + rest
-    assert "stopped by Ctrl-C" in rest
+    assert f"stopped by {name}" in rest
     caps = [decode_capture(p.read_bytes()) for p in capture_files(tmp_path)]
     assert len(caps) >= 2 and all(c.ok for c in caps)
     assert [c.round for c in caps] == list(range(len(caps)))
@@ -143,4 +145,51 @@ def test_analyze_refuses_an_empty_time_range_before_starting_spark(tmp_path: Pat
                                       "--from", "2026-11-24", "--to", "2026-11-23"])
     assert result.exit_code == 2
     assert "--from (2026-11-24) must be before --to (2026-11-23)" in flat(result.output)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_full_disk_names_the_file_and_leaves_no_empty_round(tmp_path: Path) -> None:
+    """ENOSPC carries no file name; the error must name the capture, and the round
+    directory made for it must not stay behind empty. The temporary file is made a link
+    to /dev/full, whose writes fail with ENOSPC."""
+    import asyncio
+
+    from mqadmin.pipeline.capture import SnapshotPlan, capture_round
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    round_dir = tmp_path / "000000"
+    round_dir.mkdir()
+    (round_dir / f".127.0.0.1_1.msgpack.{os.getpid()}.tmp").symlink_to("/dev/full")
+    plan = SnapshotPlan(["127.0.0.1:1"], tmp_path, timeout=0.5)
+    with pytest.raises(OSError) as caught:
+        asyncio.run(capture_round(plan, 0))
+    assert caught.value.errno == errno.ENOSPC
+    assert caught.value.filename == str(round_dir / "127.0.0.1_1.msgpack")
+    assert not round_dir.exists()
+
+
+@pytest.mark.parametrize("args,code,message", [
+    (["--master", "garbage://x"], 2, "'garbage://x' is not a Spark master URL"),
+    (["--out", "{file}"], 1, "--out {file}: not a directory"),
+    (["--captures", "{empty}"], 1, "no capture files under {empty} (snapshot writes"),
+])
+def test_analyze_checks_its_input_and_output_before_starting_spark(tmp_path: Path, args: list[str], code: int,
+                                                                     message: str) -> None:
+    from tests.cli.helpers import flat
+
+    captures, empty, file = tmp_path / "captures", tmp_path / "empty", tmp_path / "file"
+    (captures / "000000").mkdir(parents=True)
+    (captures / "000000" / "10.0.0.1_9876.msgpack").write_bytes(b"")
+    empty.mkdir()
+    (empty / "notes").mkdir()
+    (empty / "notes" / "x.msgpack").write_bytes(b"")  # not in a round directory: not a capture
+    file.write_text("")
+    names = {"file": str(file), "empty": str(empty)}
+    args = [a.format(**names) for a in args]
+    source = args[1] if args[0] == "--captures" else str(captures)
+    rest = [] if args[0] == "--captures" else args
+    out = ["--out", str(tmp_path / "out")] if "--out" not in rest else []
+    result = CliRunner().invoke(app, ["analyze", source, *out, *rest])
+    assert result.exit_code == code and message.format(**names) in flat(result.output), result.output
     assert not (tmp_path / "out").exists()

@@ -6,12 +6,14 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from mqadmin.cli import app
 from mqadmin.diff import diff_views
 from mqadmin.pipeline.capture import capture_files
 from mqadmin.pipeline.schema import decode_capture
+from tests.cli.helpers import flat
 from mqadmin.pipeline.synth import EXPIRY_MS, PERIOD_MS, SCAN_MS, Event, SynthPlan, _build, _Fleet, listed, synthesize
 
 
@@ -59,3 +61,36 @@ def test_cli(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "synth-history: 3 rounds, 6 files" in result.output
     assert len(list(capture_files(tmp_path))) == 6
+
+
+def test_cli_refuses_a_directory_that_holds_captures(tmp_path: Path) -> None:
+    """A second history into the same directory would overwrite rounds of the first and
+    mix two histories (or fake rounds into a real snapshot): refused, nothing written."""
+    args = ["synth-history", "--servers", "2", "--brokers", "2", "--topics", "5", "--every", "1200", "--events", "0"]
+    assert CliRunner().invoke(app, [*args, "--out", str(tmp_path), "--hours", "1"]).exit_code == 0
+    before = {p: p.read_bytes() for p in capture_files(tmp_path)}
+    again = CliRunner().invoke(app, [*args, "--out", str(tmp_path), "--hours", "0.5", "--seed", "2"])
+    assert again.exit_code == 1
+    assert f"{tmp_path} already holds captures (rounds up to 000002)" in flat(again.stderr)
+    assert {p: p.read_bytes() for p in capture_files(tmp_path)} == before
+
+
+@pytest.mark.parametrize("option,value,message", [
+    ("--start", "yesterday", "not a time: 'yesterday'"),
+    ("--start", "2026-13-01", "not a time: '2026-13-01'"),
+    ("--hours", "inf", "must be a finite number, got inf"),
+    ("--every", "inf", "must be a finite number, got inf"),
+])
+def test_cli_usage_errors(tmp_path: Path, option: str, value: str, message: str) -> None:
+    result = CliRunner().invoke(app, ["synth-history", "--out", str(tmp_path / "h"), "--topics", "5", option, value])
+    assert result.exit_code == 2 and message in flat(result.output), result.output
+    assert not (tmp_path / "h").exists()
+
+
+def test_cli_start_takes_epoch_ms_as_analyze_does(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["synth-history", "--out", str(tmp_path), "--servers", "1", "--brokers", "1",
+                                      "--topics", "1", "--hours", "0.1", "--every", "600", "--events", "0",
+                                      "--start", "1767225600000"])
+    assert result.exit_code == 0, result.output
+    (cap,) = [decode_capture(p.read_bytes()) for p in capture_files(tmp_path)]
+    assert cap.captured_ms == 1_767_225_600_000
