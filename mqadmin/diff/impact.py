@@ -177,20 +177,26 @@ def _worst_case(lists: tuple[tuple[Queue, ...], ...], consumers: int, strategy: 
     allocate = STRATEGIES[strategy]
     universe = sorted(set().union(*lists))
     bit = {q: 1 << i for i, q in enumerate(universe)}
-    masks = [[sum(bit[q] for q in allocate(lst, i, consumers)) for lst in lists] for i in range(consumers)]
+    # Both strategies give consumer i nothing from a list of at most i queues, so only the
+    # first (longest list) consumers take part: a group far larger than the topic's queue
+    # count costs no more to search than one consumer per queue. The others stay on view 0,
+    # which keeps the lexicographic tie-break.
+    active = min(consumers, max(len(lst) for lst in lists))
+    masks = [[sum(bit[q] for q in allocate(lst, i, consumers)) for lst in lists] for i in range(active)]
     full = (1 << len(universe)) - 1
-    if len(lists) ** consumers <= EXACT_LIMIT:
+    if len(lists) ** active <= EXACT_LIMIT:
         best: tuple[int, ...] = ()
         best_score = -1
-        for choice in itertools.product(range(len(lists)), repeat=consumers):
+        for choice in itertools.product(range(len(lists)), repeat=active):
             score = _score(masks, choice, full)
             if score > best_score:
                 best, best_score = choice, score
-        exact, checked = True, len(lists) ** consumers
+        exact, checked = True, len(lists) ** active
     else:
         best, checked = _local_search(masks, len(lists), full)
         exact = False
-    counts = Counter(q for i, d in enumerate(best) for q in allocate(lists[d], i, consumers))
+    best = best + (0,) * (consumers - active)
+    counts = Counter(q for i, d in enumerate(best[:active]) for q in allocate(lists[d], i, consumers))
     unassigned = tuple(q for q in universe if counts[q] == 0)
     doubly = tuple(q for q in universe if counts[q] > 1)
     return best, unassigned, doubly, exact, checked

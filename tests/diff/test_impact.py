@@ -275,10 +275,26 @@ def test_exact_search_matches_brute_force_at_the_limit() -> None:
         "B": route("broker-a", queues=5),
         "C": route("broker-b", queues=2),
     }
-    c = impact("t", routes, consumers=7).consumer  # 3 ** 7 = 2187
-    assert (c.exact, c.assignments_checked) == (True, 2187)
+    c = impact("t", routes, consumers=7).consumer
+    # The 7th consumer gets nothing from any list (6 queues at most): 3 ** 6 assignments.
+    assert (c.exact, c.assignments_checked) == (True, 729)
     lists = [consumer_queues(r) for r in routes.values()]
     assert len(c.unassigned) + len(c.doubly_assigned) == _brute_force_score(lists, 7)
+
+
+def test_consumers_beyond_the_queue_count_cost_nothing_to_search() -> None:
+    """A group of 100,000 consumers on a topic of 8 queues: the extra consumers get no
+    queue whichever server they ask, so the search is the 8-consumer one (it used to
+    grow with the square of the group and never finish)."""
+    routes = {"A": route("broker-a", "broker-b"), "B": route("broker-a")}
+    small = impact("t", routes, consumers=8).consumer
+    for strategy in ("averagely", "circle"):
+        big = impact("t", routes, consumers=100_000, strategy=strategy).consumer
+        same = impact("t", routes, consumers=8, strategy=strategy).consumer
+        assert (big.unassigned, big.doubly_assigned, big.assignments_checked) == (
+            same.unassigned, same.doubly_assigned, same.assignments_checked)
+        assert len(big.worst_case) == 100_000 and all(not a.queues for a in big.worst_case[8:])
+    assert small.assignments_checked == 2 ** 8
 
 
 @pytest.mark.parametrize(
