@@ -136,7 +136,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], table_id: str)
 def _summary_rows(data: dict[str, Any]) -> list[list[Any]]:
     rows = []
     for s in data["summary"]:
-        worst = "; ".join(f"{w['topic']} {w['duration_s'] / 60:.0f} min ({w['cause']})" for w in s["worst_windows"])
+        worst = "; ".join(f"{w['topic']} {w['duration_s'] / 60:.1f} min ({w['cause']})" for w in s["worst_windows"])
         share = s["consistent_share"]
         rows.append([s["date"], s["cluster"], "-" if share is None else f"{share * 100:.2f} %", s["windows"],
                      s["longest_window_s"] and s["longest_window_s"] / 60, worst or "-",

@@ -44,7 +44,7 @@ from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, Topic
 from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
 
 from .capture import write_atomic
-from .schema import SCHEMA, VERSION, file_name, round_dir_name
+from .schema import SCHEMA, SUFFIX, VERSION, file_name, round_dir_name
 from .times import parse_time
 
 EXPIRY_MS = 120_000
@@ -433,13 +433,27 @@ def synthesize(plan: SynthPlan, progress: Callable[[int, int], None] | None = No
                     ("failures", packer.pk.pack([]))])
                 result.route_rows += _row_count(layout, present[s], union)
             path = plan.out / round_dir_name(r) / file_name(addr)
-            write_atomic(path, data, durable=False)
+            try:
+                write_atomic(path, data, durable=False)
+            except OSError:
+                _drop_round(plan.out / round_dir_name(r))  # a round is written whole or not at all
+                raise
             os.utime(path, (t / 1000 + 1, t / 1000 + 1))
             result.files += 1
             result.bytes += len(data)
         if progress is not None:
             progress(r + 1, rounds)
     return result
+
+
+def _drop_round(directory: Path) -> None:
+    """Remove what a failed round wrote (its files, then its directory if it empties)."""
+    for path in directory.glob("*" + SUFFIX):
+        path.unlink(missing_ok=True)
+    try:
+        directory.rmdir()
+    except OSError:
+        pass
 
 
 def _row_count(layout: _Layout, present: frozenset[int], union: frozenset[int]) -> int:

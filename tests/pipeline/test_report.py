@@ -68,6 +68,7 @@ def test_report_charts_are_drawn_offline(hand_history: dict[str, Any], tmp_path:
     text = assert_charts_drawn(page, tmp_path)
     assert "DefaultCluster" in text and "37.50 %" in text  # consistent share of the summary row
     assert "2026-01-01 00:02:00" in text  # the partition window of 'orders'
+    assert "orders 3.0 min (" in text  # its duration among the summary's worst windows, to 0.1 min
 
 
 def test_bars_show_window_durations(hand_history: dict[str, Any], tmp_path: Path) -> None:

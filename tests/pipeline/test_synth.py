@@ -94,3 +94,20 @@ def test_cli_start_takes_epoch_ms_as_analyze_does(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     (cap,) = [decode_capture(p.read_bytes()) for p in capture_files(tmp_path)]
     assert cap.captured_ms == 1_767_225_600_000
+
+
+def test_a_failed_write_leaves_no_partial_round(tmp_path: Path) -> None:
+    """The second server's file of round 0 cannot be written (its temporary is a link to
+    /dev/full: ENOSPC): the error names it, and round 0 is not left with one file of two."""
+    import errno
+    import os
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    (tmp_path / "000000").mkdir()
+    (tmp_path / "000000" / f".10.0.0.2_9876.msgpack.{os.getpid()}.tmp").symlink_to("/dev/full")
+    with pytest.raises(OSError) as caught:
+        synthesize(SynthPlan(tmp_path, servers=2, brokers=2, topics=5, hours=1, every=1200, events_per_day=0))
+    assert caught.value.errno == errno.ENOSPC
+    assert caught.value.filename == str(tmp_path / "000000" / "10.0.0.2_9876.msgpack")
+    assert not (tmp_path / "000000").exists()
