@@ -7,10 +7,12 @@ import asyncio
 import math
 import os
 import re
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -108,6 +110,43 @@ def _unwritable(out: Path) -> str | None:
     return None
 
 
+class _CancelOnSigint:
+    """Ctrl-C during ``analyze``: cancel the running Spark jobs from another thread.
+
+    PySpark's own handler cancels them from inside the signal handler, on the main
+    thread, which is then usually inside a py4j call: py4j prints screens of "reentrant
+    call" tracebacks. Here the first Ctrl-C only sets ``requested`` and cancels through a
+    second connection; the action under way fails, the job stops at its next step, and
+    the command says so in one line. A second Ctrl-C interrupts at once."""
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+        self.requested = False
+        self._before: Any = None
+
+    def __enter__(self) -> "_CancelOnSigint":
+        if threading.current_thread() is threading.main_thread():
+            self._before = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._before is not None:
+            signal.signal(signal.SIGINT, self._before)
+
+    def _on_sigint(self, signum: int, frame: object) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        _echo("analyze: interrupted: cancelling the Spark jobs (Ctrl-C again to stop at once)")
+        threading.Thread(target=self._cancel, name="cancel-spark-jobs", daemon=True).start()
+
+    def _cancel(self) -> None:
+        try:
+            self.spark.sparkContext.cancelAllJobs()
+        except Exception:  # the session is going away anyway
+            pass
+
+
 def _first_line(exc: BaseException) -> str:
     """The gist of a Spark/py4j error, whose text runs on with a Java stack."""
     for line in str(exc).splitlines():
@@ -172,15 +211,29 @@ def analyze(
         spark.sparkContext.setLogLevel("ERROR")
         started = time.perf_counter()
         progress = StepProgress(spark.sparkContext.statusTracker(), prefix="analyze: ", tty=sys.stderr.isatty())
+        stop = _CancelOnSigint(spark)
+
+        def step(text: str) -> None:
+            if stop.requested:  # between two Spark actions: do not start the next step
+                raise KeyboardInterrupt
+            progress.step(text)
+
         try:
-            with progress:
-                result = run(spark, opts, echo=progress.step)
+            with progress, stop:
+                result = run(spark, opts, echo=step)
         except NoCaptures as exc:
             error_line(str(exc))
             return int(ExitStatus.ERROR)
+        except (Exception, KeyboardInterrupt):
+            if not stop.requested:
+                raise
+            result = None  # Ctrl-C: the Spark job under way was cancelled, or the next step not begun
         finally:
             if existing is None:
                 spark.stop()
+        if result is None or stop.requested:
+            error_line(f"interrupted; the tables under {out} may mix this run and an earlier one: run analyze again")
+            return EXIT_INTERRUPTED
         c = result.counts
         _echo(f"analyze: {c.get('rounds', 0)} rounds, {c.get('captures', 0)} captures, "
               f"{c.get('inconsistent', 0)} inconsistent (round, topic) pairs, {c.get('windows', 0)} windows "
