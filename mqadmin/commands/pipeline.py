@@ -147,6 +147,19 @@ class _CancelOnSigint:
             pass
 
 
+#: In OUT: the captures directory its tables were made from. Dynamic overwrite replaces
+#: each date a run covers, so a second captures directory analysed into the same OUT
+#: would silently replace the first one's days. ('_': Spark skips it when reading OUT.)
+SOURCE_FILE = "_captures.txt"
+
+
+def _analysed_from(out: Path) -> str | None:
+    try:
+        return (out / SOURCE_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
 def _first_line(exc: BaseException) -> str:
     """The gist of a Spark/py4j error, whose text runs on with a Java stack."""
     for line in str(exc).splitlines():
@@ -168,6 +181,9 @@ def analyze(
                                                  help="First capture time (2026-11-23, ...T08:00[Z], epoch ms).")] = None,
     to: Annotated[Optional[str], typer.Option("--to", show_default=False, help="End (exclusive), same forms.")] = None,
     report: Annotated[bool, typer.Option("--report/--no-report", help="Write OUT/report.html.")] = True,
+    replace: Annotated[bool, typer.Option(
+        "--replace", help="Analyse into an OUT that holds the analysis of another captures directory "
+                          "(its dates covered by this run are replaced).")] = False,
     traceback: TracebackOpt = False,
 ) -> None:
     """Analyse a capture history with Spark: Parquet tables routes, divergence, windows,
@@ -198,6 +214,12 @@ def analyze(
         if problem:
             error_line(f"--out {out}: {problem}")
             return int(ExitStatus.ERROR)
+        other = _analysed_from(out)
+        if other is not None and other != str(captures.resolve()) and not replace:
+            error_line(f"{out} holds the analysis of {other}; analysing {captures} into it would replace the dates "
+                       "both cover: give another --out, or --replace")
+            return int(ExitStatus.ERROR)
+        (out / SOURCE_FILE).write_text(f"{captures.resolve()}\n")
         if master.startswith("local"):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no lookup of this host's name
         from pyspark.sql import SparkSession

@@ -82,6 +82,7 @@ def test_snapshot_then_analyze_finds_the_partition(spark: Any, tmp_path: Path) -
     assert result.exit_code == 0, result.output
     assert "analyze: ingest: reading captures, comparing servers round by round\n" in result.output
     assert "analyze: report: drawing\n" in result.output
+    assert (out / "_captures.txt").read_text() == f"{captures.resolve()}\n"
     windows = [r.asDict() for r in spark.read.parquet(str(out / "windows")).where("topic = 'orders'").collect()]
     assert len(windows) == 1
     (w,) = windows
@@ -193,3 +194,21 @@ def test_analyze_checks_its_input_and_output_before_starting_spark(tmp_path: Pat
     result = CliRunner().invoke(app, ["analyze", source, *out, *rest])
     assert result.exit_code == code and message.format(**names) in flat(result.output), result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_analyze_refuses_an_out_made_from_other_captures(tmp_path: Path) -> None:
+    """Each run replaces the dates it covers: a second captures directory analysed into
+    the same OUT would replace the first one's days without a word."""
+    from tests.cli.helpers import flat
+
+    for name in ("cap1", "cap2"):
+        (tmp_path / name / "000000").mkdir(parents=True)
+        (tmp_path / name / "000000" / "10.0.0.1_9876.msgpack").write_bytes(b"")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "_captures.txt").write_text(f"{(tmp_path / 'cap1').resolve()}\n")
+    result = CliRunner().invoke(app, ["analyze", str(tmp_path / "cap2"), "--out", str(out)])
+    assert result.exit_code == 1
+    assert (f"{out} holds the analysis of {(tmp_path / 'cap1').resolve()}; analysing {tmp_path / 'cap2'} into it "
+            "would replace the dates both cover: give another --out, or --replace") in flat(result.output)
+    assert (out / "_captures.txt").read_text() == f"{(tmp_path / 'cap1').resolve()}\n"
