@@ -12,11 +12,17 @@ per-route templates, never value by value in Python.
 
 The route hash is blake2b-128 of ``canonical.route_key``: two servers' routes of a topic
 have the same hash exactly when the diff module would call them equal.
+
+Both passes of the job read files through ``parse_files``, which also checks that
+everything later steps decode is decodable (``check_parsed``): a file is either
+unreadable for both passes or for neither, and a malformed view is a captures row with
+its reason, not a worker crash.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -68,6 +74,12 @@ class Parsed:
     header: dict[str, Any]
     view: dict[str, Any]  # every view field except "topics"
     topics: list[tuple[str, bytes]]
+    #: ServerView.from_obj of ``view`` (no topics), once check_parsed has built it.
+    small_view: ServerView | None = None
+    #: The templates of ``topics`` check_parsed found, valid while the cache's stamp
+    #: is ``stamp`` (Templates.of).
+    entries: list[RouteTemplate] | None = None
+    stamp: int = -1
 
 
 def parse(data: bytes) -> Parsed:
@@ -124,6 +136,7 @@ class Templates:
     cleared when full (it is only a cache)."""
 
     LIMIT = 200_000
+    _stamps = itertools.count()
 
     def __init__(self) -> None:
         self.rows: list[tuple[Any, ...]] = []
@@ -135,6 +148,7 @@ class Templates:
         self.rows.clear()
         self.routes.clear()
         self._table = None
+        self.stamp = next(self._stamps)  # new for every cache and every clearing
         self.add(b"\xc0")  # nil: no route; template row 0
 
     def trim(self) -> None:
@@ -148,9 +162,25 @@ class Templates:
         found = self.routes.get(raw)
         return self.add(raw) if found is None else found
 
+    def of(self, parsed: Parsed) -> list[RouteTemplate]:
+        """The templates of ``parsed``'s routes, in its topics' order: those check_parsed
+        found, unless this cache was cleared since (or is another one)."""
+        if parsed.entries is not None and parsed.stamp == self.stamp:
+            return parsed.entries
+        return [self.get(raw) for _, raw in parsed.topics]
+
     def add(self, raw: bytes) -> RouteTemplate:
+        """Decode, canonicalize and flatten a route not seen yet. Raises (CaptureFormatError,
+        or whatever decoding raised) and leaves the cache as it was when the route cannot
+        be a template: a row the template table cannot hold would make ``table()`` fail
+        for every later file of this worker."""
         obj = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+        if obj is not None and not isinstance(obj, dict):
+            raise CaptureFormatError("is not a map")
         route = None if obj is None else ServerView.from_obj({"addr": "", "topics": {"": obj}}).topics[""]
+        problem = None if route is None else _route_problem(route)
+        if problem is not None:
+            raise CaptureFormatError(problem)
         key = route_key(route)
         rows = route_rows(route, key)
         entry = RouteTemplate(key, len(self.rows), len(rows))
@@ -164,6 +194,26 @@ class Templates:
             columns = list(zip(*self.rows))
             self._table = pa.table([pa.array(col, type=f.type) for col, f in zip(columns, TEMPLATE)], schema=TEMPLATE)
         return self._table
+
+
+_INT32 = range(-2 ** 31, 2 ** 31)
+_INT64 = range(-2 ** 63, 2 ** 63)
+
+
+def _route_problem(route: TopicRouteData) -> str | None:
+    """What in a decoded route TEMPLATE's columns cannot hold: ServerView.from_obj takes
+    any integer, and keeps a filter server list's items as they are. Checked in Python
+    because converting each new route's rows to Arrow costs five times its decoding."""
+    for q in route.queue_datas:
+        if not all(n in _INT32 for n in (q.perm, q.read_queue_nums, q.write_queue_nums, q.topic_sys_flag)):
+            return f"has a queue number or perm out of range (broker {q.broker_name!r})"
+    for b in route.broker_datas:
+        if not all(i in _INT64 for i in b.broker_addrs):
+            return f"has a broker id out of range (broker {b.broker_name!r})"
+    for addr, servers in route.filter_server_table.items():
+        if not all(isinstance(x, str) for x in servers):
+            return f"has a filter server of {addr!r} that is not a string"
+    return None
 
 
 def route_hash(key: bytes | None) -> bytes | None:
@@ -234,7 +284,7 @@ def routes_batch(parsed: Parsed, templates: Templates | None = None) -> pa.Recor
     listed_set = None if topic_list is None else set(topic_list)
     order_ns = (view.get("kv") or {}).get(ORDER_TOPIC_CONFIG)
     names = [topic for topic, _ in parsed.topics]
-    entries = [templates.get(raw) for _, raw in parsed.topics]
+    entries = templates.of(parsed)
     asked_n = len(names)
     names.extend(extra_topics(names, topic_list, listed_set, order_ns))
     if not names:
@@ -293,9 +343,9 @@ def capture_row(parsed: Parsed, path: str, templates: Templates | None = None,
     if entries is None:
         templates = templates or shared_templates()
         templates.trim()
-        entries = {topic: templates.get(raw) for topic, raw in parsed.topics}
+        entries = {topic: entry for (topic, _), entry in zip(parsed.topics, templates.of(parsed))}
     ci, tl = view.get("cluster_info"), view.get("topic_list")
-    sv = ServerView.from_obj({k: v for k, v in view.items() if k != "topics"} | {"addr": header["server"]})
+    sv = parsed.small_view or small_view(parsed)
     routes = {topic: entry.key for topic, entry in entries.items()}
     content_hash = None
     if header["ok"] and known_hash is not None:
@@ -324,23 +374,114 @@ def capture_row(parsed: Parsed, path: str, templates: Templates | None = None,
     }
 
 
-def unreadable_row(path: str, mtime_ms: int | None, problem: str) -> dict[str, Any]:
-    """A captures row for a file that could not be read: round and server from its path,
-    time from its modification time."""
+def unreadable_row(path: str, time_ms: int | None, problem: str) -> dict[str, Any]:
+    """A captures row for a file that could not be read: round and server from its path;
+    ``time_ms``: its round's capture time if a readable file of the round gives it, else
+    its modification time (per_round.round_batch chooses)."""
     parts = path.rstrip("/").split("/")
     name = parts[-1][: -len(".msgpack")] if parts[-1].endswith(".msgpack") else parts[-1]
     round_no = int(parts[-2]) if len(parts) > 1 and parts[-2].isdigit() else -1
     return {f.name: None for f in CAPTURES} | {
-        "round": round_no, "capture_ms": mtime_ms, "server": name.replace("_", ":"), "path": path, "ok": False,
+        "round": round_no, "capture_ms": time_ms, "server": name.replace("_", ":"), "path": path, "ok": False,
         "error": problem, "unreadable": True, "failures": [], "has_cluster_info": False, "has_topic_list": False,
         "routes_asked": 0, "routes_present": 0,
     }
 
 
+# ------------------------------------------------------------- readability ----
+
+
+def in_round_directory(path: str) -> bool:
+    """Whether ``path`` sits directly in a round directory (a name of digits only).
+    Anything else under the capture directory (notes, a copy at the top, a sub-directory
+    of a round) is not part of the history: it has no round to be compared in, and its
+    modification time would become a round of its own."""
+    parts = path.rstrip("/").rsplit("/", 2)
+    return len(parts) > 1 and parts[-2].isdigit()
+
+
+def small_view(parsed: Parsed) -> ServerView:
+    """The capture's view without its routes, as the captures row needs it."""
+    return ServerView.from_obj(parsed.view | {"addr": parsed.header["server"]})
+
+
+def check_parsed(parsed: Parsed, templates: Templates) -> None:
+    """Raise CaptureFormatError unless every later step can decode ``parsed``: each
+    route through ``templates`` (the cache both passes use next, so a good file's routes
+    are decoded once), the small view fields by type and through the ServerView.from_obj
+    the captures row uses (kept in ``parsed.small_view``). The reason names the field or
+    topic at fault."""
+    problem = _shape_problem(parsed.header, parsed.view)
+    if problem is None:
+        try:
+            parsed.small_view = small_view(parsed)
+        except Exception:
+            problem = _view_problem(parsed.view)
+    if problem is not None:
+        raise CaptureFormatError(f"unreadable capture: {problem}")
+    entries: list[RouteTemplate] = []
+    for topic, raw in parsed.topics:
+        try:
+            entries.append(templates.get(raw))
+        except CaptureFormatError as exc:
+            raise CaptureFormatError(f"unreadable capture: route of topic {topic!r} {exc}") from None
+        except Exception as exc:
+            raise CaptureFormatError(f"unreadable capture: route of topic {topic!r}: {_describe(exc)}") from None
+    parsed.entries, parsed.stamp = entries, templates.stamp
+
+
+def _describe(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _is_str_map(obj: Any) -> bool:
+    return isinstance(obj, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in obj.items())
+
+
+def _shape_problem(header: Mapping[str, Any], view: Mapping[str, Any]) -> str | None:
+    """What is of the wrong type among the fields that go to Arrow or to the routes pass
+    as they are (SCHEMA.md's types; nil is always allowed). ServerView.from_obj turns
+    most values into strings without complaint, so a topic list that is one string
+    would otherwise pass as a list of its characters."""
+    error, latency = header.get("error"), view.get("latency_ms")
+    if error is not None and not isinstance(error, str):
+        return "capture field 'error' is not a string"
+    if latency is not None and (isinstance(latency, bool) or not isinstance(latency, (int, float))):
+        return "view field 'latency_ms' is not a number"
+    for key in ("cluster_info", "config", "kv"):
+        if view.get(key) is not None and not isinstance(view[key], dict):
+            return f"view field {key!r} is not a map"
+    topic_list = view.get("topic_list")
+    if topic_list is not None and not (isinstance(topic_list, list) and set(map(type, topic_list)) <= {str}):
+        return "view field 'topic_list' is not a list of strings"
+    for ns, table in (view.get("kv") or {}).items():
+        if not _is_str_map(table):
+            return f"view field 'kv': namespace {ns!r} is not a map of strings"
+    if view.get("failures") is not None and not isinstance(view["failures"], list):
+        return "view field 'failures' is not a list"
+    return None
+
+
+def _view_problem(view: Mapping[str, Any]) -> str:
+    """Which small view field ServerView.from_obj cannot decode (the slow path, for a
+    file already known to be bad)."""
+    for key, value in view.items():
+        try:
+            ServerView.from_obj({"addr": "", key: value})
+        except Exception as exc:
+            return f"view field {key!r}: {_describe(exc)}"
+    return "view cannot be decoded"
+
+
 def parse_files(batches: Iterable[pa.RecordBatch], from_ms: int | None, to_ms: int | None,
-                with_captures: bool) -> Iterator[tuple[str, int | None, Parsed | str]]:
-    """(path, mtime ms, Parsed or problem) for each file of ``binaryFile`` batches
-    whose capture time is in the range."""
+                with_captures: bool, templates: Templates | None = None
+                ) -> Iterator[tuple[str, int | None, Parsed | str]]:
+    """(path, mtime ms, Parsed or problem) for each file of ``binaryFile`` batches that
+    sits in a round directory and whose capture time is in the range; with
+    ``with_captures`` also the unreadable ones (those whose header cannot be read
+    whatever their time). A Parsed has passed check_parsed: both passes skip the same
+    files, and its routes are in ``templates`` (the worker's by default)."""
+    templates = templates or shared_templates()
     for batch in batches:
         paths = batch.column("path").to_pylist()
         names = batch.schema.names
@@ -348,18 +489,21 @@ def parse_files(batches: Iterable[pa.RecordBatch], from_ms: int | None, to_ms: i
                   else [None] * len(paths))
         contents = batch.column("content")
         for i, path in enumerate(paths):
-            data = contents[i].as_py()
+            if not in_round_directory(path):
+                continue
             micros = mtimes[i]
             mtime = None if micros is None else int(micros) // 1000  # Spark sends microseconds
             try:
-                parsed = parse(data)
+                parsed = parse(contents[i].as_py())
                 check_location(path, int(parsed.header["round"]))
+                if not in_range(int(parsed.header["captured_ms"]), from_ms, to_ms):
+                    continue
+                check_parsed(parsed, templates)
             except CaptureFormatError as exc:
                 if with_captures:
                     yield path, mtime, str(exc)
                 continue
-            if in_range(int(parsed.header["captured_ms"]), from_ms, to_ms):
-                yield path, mtime, parsed
+            yield path, mtime, parsed
 
 
 def map_routes(from_ms: int | None, to_ms: int | None) -> Any:

@@ -239,19 +239,26 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     # One row per file: one partition, so that the many small steps reading it run one
     # task each instead of one per partition of the round pass.
     captures = captures.coalesce(1).persist(StorageLevel.MEMORY_AND_DISK)
+    # Dates and rounds of readable captures only (tables.rounds): an unreadable file in a
+    # round without a readable one carries its mtime, and that date is no date of the
+    # history whose tables this run should clear.
+    readable = ~F.col("unreadable")
     seen = captures.agg(
-        F.array_sort(F.collect_set(F.col("date").cast("string"))).alias("dates"),
+        F.array_sort(F.collect_set(F.when(readable, F.col("date").cast("string")))).alias("dates"),
         F.count_if("unreadable").alias("unreadable"), F.count("*").alias("captures"),
-        F.count_distinct(F.when(F.col("capture_ms").isNotNull(), F.col("round"))).alias("rounds"),
+        F.count_distinct(F.when(readable, F.col("round"))).alias("rounds"),
     ).first()
     assert seen is not None
     dates: list[str] = list(seen["dates"])
     result.dates = dates
+    bad_files = seen["unreadable"]
     if not dates:
         captures.unpersist()
         passed.unpersist()
+        if bad_files:
+            raise NoCaptures(f"no readable capture files under {opts.src} in the selected time range "
+                             f"({bad_files} unreadable, listed in {out}/captures with unreadable = true)")
         raise NoCaptures(f"no capture files under {opts.src} in the selected time range")
-    bad_files = seen["unreadable"]
     result.counts["unreadable_files"] = bad_files
     if bad_files:
         echo(f"ingest: {bad_files} unreadable capture files (listed in {out}/captures with unreadable = true)")
@@ -296,7 +303,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
         from mqadmin.pipeline.report import write_report
 
         echo("report: drawing")
-        frames = {"captures": captures, "divergence": bad, "windows": wins, "broker_events": events,
+        frames = {"captures": captures.where(readable), "divergence": bad, "windows": wins, "broker_events": events,
                   "summary": _read(spark, out, "summary", dates, schemas)}
         result.report = write_report(out, frames)
         step("report")

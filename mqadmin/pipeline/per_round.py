@@ -137,19 +137,28 @@ def _routes_rows(topics: Sequence[str], servers: Sequence[_Server], templates: T
     return rows
 
 
+def round_time(files: Sequence[tuple[str, int | None, Parsed | str]]) -> int | None:
+    """The capture time of a round directory's readable files (one value, written by the
+    same round), None when none is readable."""
+    return min((int(p.header["captured_ms"]) for _, _, p in files if isinstance(p, Parsed)), default=None)
+
+
 def round_batch(files: Sequence[tuple[str, int | None, Parsed | str]], consumers: int, strategy: str,
                 templates: Templates | None = None) -> pa.RecordBatch:
     """ROUND_OUT rows of the files of one round directory: (path, mtime ms, Parsed or
-    why it is unreadable) each."""
+    why it is unreadable) each. An unreadable file takes the time of its round, so that
+    its row sits on the round's date; in a round with no readable file it keeps its
+    mtime (a copy's is the time of the copy), and makes no round (tables.rounds)."""
     templates = templates or flatten.shared_templates()
     templates.trim()  # here only: the template indices of the whole round must stay valid
     out: list[dict[str, Any]] = []
     servers: list[_Server] = []
+    started = round_time(files)
     for path, mtime, parsed in files:
         if isinstance(parsed, str):
-            out.append({"capture": flatten.unreadable_row(path, mtime, parsed)})
+            out.append({"capture": flatten.unreadable_row(path, mtime if started is None else started, parsed)})
             continue
-        entries = {topic: templates.get(raw) for topic, raw in parsed.topics}
+        entries = {topic: entry for (topic, _), entry in zip(parsed.topics, templates.of(parsed))}
         # Servers that agree answered the same bytes, and the content hash covers only
         # routes, topic list and cluster info: hash such an answer once per round.
         same = next((s for s in servers if _same_content(s.parsed, parsed)), None)

@@ -40,14 +40,18 @@ def _array_of(field: str) -> Column:
 
 
 def rounds(captures: DataFrame) -> DataFrame:
-    """One row per round: time, position, interval, and who answered."""
-    ok = F.col("ok") & ~F.col("unreadable")
-    per = captures.where(F.col("capture_ms").isNotNull()).groupBy("round").agg(
-        F.min("capture_ms").alias("capture_ms"),
+    """One row per round that has a readable capture: time, position, interval, and who
+    answered. The time comes from readable captures only: an unreadable file's time may
+    be its mtime (a copy's is the time of the copy), which as a round would stretch the
+    last real round's interval to it and close every window open at the end."""
+    readable = ~F.col("unreadable")
+    ok = F.col("ok") & readable
+    per = captures.groupBy("round").agg(
+        F.min(F.when(readable, F.col("capture_ms"))).alias("capture_ms"),
         F.count("*").alias("servers_asked"),
         F.count_if(ok).alias("servers_answered"),
         F.array_sort(F.collect_list(F.when(ok, F.col("server")))).alias("servers"),
-    )
+    ).where(F.col("capture_ms").isNotNull())
     # A few thousand rows at most: one partition is right for the global order.
     order = Window.orderBy("capture_ms", "round")
     return (per.withColumn("seq", F.row_number().over(order))
