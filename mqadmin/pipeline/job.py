@@ -29,7 +29,6 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -42,6 +41,7 @@ from pyspark.sql.types import StructType
 from mqadmin.diff import STRATEGIES
 from mqadmin.pipeline import flatten, per_round, tables
 from mqadmin.pipeline.progress import StepProgress
+from mqadmin.pipeline.times import parse_time
 
 TABLES = ("captures", "routes", "divergence", "windows", "brokers", "broker_events", "summary")
 #: Files written before the --from bound by more than this are not even read (their
@@ -89,21 +89,6 @@ def configure(spark: SparkSession) -> None:
     """Session settings the job needs, also applied to a session it did not build."""
     spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
     spark.conf.set("spark.sql.session.timeZone", "UTC")
-
-
-def parse_time(text: str) -> int:
-    """``2026-11-23``, ``2026-11-23T08:00``, ``...Z`` or ``...+01:00`` (UTC unless
-    given), or milliseconds since the epoch; -> ms."""
-    text = text.strip()
-    if text.isdigit():
-        return int(text)
-    try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"not a time: {text!r} (use 2026-11-23, 2026-11-23T08:00[Z|+hh:mm] or epoch ms)") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return int(dt.timestamp() * 1000)
 
 
 def _files(spark: SparkSession, opts: JobOptions) -> DataFrame:
