@@ -6,13 +6,10 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import re
-import signal
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -88,87 +85,6 @@ def _progress():  # type: ignore[no-untyped-def]
     return show
 
 
-#: The master URLs Spark itself accepts (checked here, before a JVM is started for nothing).
-MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|spark://\S+|yarn|k8s://\S+")
-
-
-def _has_captures(captures: Path) -> bool:
-    """Whether any capture file sits in a round directory (NNNNNN/) under ``captures``."""
-    return any(p.parent.name.isdigit() and not p.name.startswith(".") for p in captures.rglob("*.msgpack"))
-
-
-def _unwritable(out: Path) -> str | None:
-    """Why ``out`` cannot take the tables, or None; creates it if missing."""
-    if out.exists() and not out.is_dir():
-        return "not a directory"
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    if not os.access(out, os.W_OK | os.X_OK):
-        return "not writable"
-    return None
-
-
-class _CancelOnSigint:
-    """Ctrl-C during ``analyze``: cancel the running Spark jobs from another thread.
-
-    PySpark's own handler cancels them from inside the signal handler, on the main
-    thread, which is then usually inside a py4j call: py4j prints screens of "reentrant
-    call" tracebacks. Here the first Ctrl-C only sets ``requested`` and cancels through a
-    second connection; the action under way fails, the job stops at its next step, and
-    the command says so in one line. A second Ctrl-C interrupts at once."""
-
-    def __init__(self, spark: Any) -> None:
-        self.spark = spark
-        self.requested = False
-        self._before: Any = None
-
-    def __enter__(self) -> "_CancelOnSigint":
-        if threading.current_thread() is threading.main_thread():
-            self._before = signal.signal(signal.SIGINT, self._on_sigint)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._before is not None:
-            signal.signal(signal.SIGINT, self._before)
-
-    def _on_sigint(self, signum: int, frame: object) -> None:
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        _echo("analyze: interrupted: cancelling the Spark jobs (Ctrl-C again to stop at once)")
-        threading.Thread(target=self._cancel, name="cancel-spark-jobs", daemon=True).start()
-
-    def _cancel(self) -> None:
-        try:
-            self.spark.sparkContext.cancelAllJobs()
-        except Exception:  # the session is going away anyway
-            pass
-
-
-#: In OUT: the captures directory its tables were made from. Dynamic overwrite replaces
-#: each date a run covers, so a second captures directory analysed into the same OUT
-#: would silently replace the first one's days. ('_': Spark skips it when reading OUT.)
-SOURCE_FILE = "_captures.txt"
-
-
-def _analysed_from(out: Path) -> str | None:
-    try:
-        return (out / SOURCE_FILE).read_text().strip() or None
-    except OSError:
-        return None
-
-
-def _first_line(exc: BaseException) -> str:
-    """The gist of a Spark/py4j error, whose text runs on with a Java stack."""
-    for line in str(exc).splitlines():
-        line = line.strip()
-        if line and not line.startswith("at "):
-            return line[:300]
-    return type(exc).__name__
-
-
 def analyze(
     captures: Annotated[Path, typer.Argument(help="Directory written by snapshot or synth-history.",
                                              show_default=False)],
@@ -189,6 +105,7 @@ def analyze(
     """Analyse a capture history with Spark: Parquet tables routes, divergence, windows,
     brokers, broker_events, summary (and captures) under OUT, partitioned by date and
     rewritten per date on a re-run; plus OUT/report.html."""
+    from ..pipeline import launch
     from ..pipeline.job import JobOptions, NoCaptures, parse_time, run, session_builder
     from ..pipeline.progress import StepProgress
 
@@ -201,25 +118,25 @@ def analyze(
             raise typer.BadParameter(str(exc)) from None
         if opts.from_ms is not None and opts.to_ms is not None and opts.from_ms >= opts.to_ms:
             raise typer.BadParameter(f"--from ({from_}) must be before --to ({to})", param_hint="'--from'")
-        if not MASTER.fullmatch(master):
+        if not launch.MASTER.fullmatch(master):
             raise typer.BadParameter(f"{master!r} is not a Spark master URL (local, local[N], local[*], "
                                      "spark://HOST:PORT, yarn, k8s://URL)", param_hint="'--master'")
         if not captures.is_dir():
             error_line(f"no such directory: {captures}")
             return int(ExitStatus.ERROR)
-        if not _has_captures(captures):
+        if not launch.has_captures(captures):
             error_line(f"no capture files under {captures} (snapshot writes {captures}/NNNNNN/HOST_PORT.msgpack)")
             return int(ExitStatus.ERROR)
-        problem = _unwritable(out)
+        problem = launch.unwritable(out)
         if problem:
             error_line(f"--out {out}: {problem}")
             return int(ExitStatus.ERROR)
-        other = _analysed_from(out)
+        other = launch.analysed_from(out)
         if other is not None and other != str(captures.resolve()) and not replace:
             error_line(f"{out} holds the analysis of {other}; analysing {captures} into it would replace the dates "
                        "both cover: give another --out, or --replace")
             return int(ExitStatus.ERROR)
-        (out / SOURCE_FILE).write_text(f"{captures.resolve()}\n")
+        launch.record_source(out, captures)
         if master.startswith("local"):
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no lookup of this host's name
         from pyspark.sql import SparkSession
@@ -228,12 +145,12 @@ def analyze(
         try:
             spark = existing or (session_builder(master).config("spark.driver.memory", "4g").getOrCreate())
         except Exception as exc:  # JVM gone, master unreachable: Spark's own lines are above
-            error_line(f"cannot start Spark with --master {master}: {_first_line(exc)}")
+            error_line(f"cannot start Spark with --master {master}: {launch.first_line(exc)}")
             return int(ExitStatus.ERROR)
         spark.sparkContext.setLogLevel("ERROR")
         started = time.perf_counter()
         progress = StepProgress(spark.sparkContext.statusTracker(), prefix="analyze: ", tty=sys.stderr.isatty())
-        stop = _CancelOnSigint(spark)
+        stop = launch.CancelOnSigint(spark, _echo)
 
         def step(text: str) -> None:
             if stop.requested:  # between two Spark actions: do not start the next step

@@ -1,0 +1,97 @@
+"""What ``mqadmin analyze`` checks and sets up around the Spark job: everything that can
+be wrong with the master URL, the captures directory or OUT is said in one line before a
+JVM starts, and Ctrl-C stops the job without py4j's tracebacks."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+#: The master URLs Spark itself accepts (checked here, before a JVM is started for nothing).
+MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|spark://\S+|yarn|k8s://\S+")
+
+
+def has_captures(captures: Path) -> bool:
+    """Whether any capture file sits in a round directory (NNNNNN/) under ``captures``."""
+    return any(p.parent.name.isdigit() and not p.name.startswith(".") for p in captures.rglob("*.msgpack"))
+
+
+def unwritable(out: Path) -> str | None:
+    """Why ``out`` cannot take the tables, or None; creates it if missing."""
+    if out.exists() and not out.is_dir():
+        return "not a directory"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if not os.access(out, os.W_OK | os.X_OK):
+        return "not writable"
+    return None
+
+
+class CancelOnSigint:
+    """Ctrl-C during ``analyze``: cancel the running Spark jobs from another thread.
+
+    PySpark's own handler cancels them from inside the signal handler, on the main
+    thread, which is then usually inside a py4j call: py4j prints screens of "reentrant
+    call" tracebacks. Here the first Ctrl-C only sets ``requested`` and cancels through a
+    second connection; the action under way fails, the job stops at its next step, and
+    the command says so in one line. A second Ctrl-C interrupts at once."""
+
+    def __init__(self, spark: Any, echo: Callable[[str], None]) -> None:
+        self.spark = spark
+        self.echo = echo
+        self.requested = False
+        self._before: Any = None
+
+    def __enter__(self) -> "CancelOnSigint":
+        if threading.current_thread() is threading.main_thread():
+            self._before = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._before is not None:
+            signal.signal(signal.SIGINT, self._before)
+
+    def _on_sigint(self, signum: int, frame: object) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        self.echo("analyze: interrupted: cancelling the Spark jobs (Ctrl-C again to stop at once)")
+        threading.Thread(target=self._cancel, name="cancel-spark-jobs", daemon=True).start()
+
+    def _cancel(self) -> None:
+        try:
+            self.spark.sparkContext.cancelAllJobs()
+        except Exception:  # the session is going away anyway
+            pass
+
+
+#: In OUT: the captures directory its tables were made from. Dynamic overwrite replaces
+#: each date a run covers, so a second captures directory analysed into the same OUT
+#: would silently replace the first one's days. ('_': Spark skips it when reading OUT.)
+SOURCE_FILE = "_captures.txt"
+
+
+def analysed_from(out: Path) -> str | None:
+    try:
+        return (out / SOURCE_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def record_source(out: Path, captures: Path) -> None:
+    (out / SOURCE_FILE).write_text(f"{captures.resolve()}\n")
+
+
+def first_line(exc: BaseException) -> str:
+    """The gist of a Spark/py4j error, whose text runs on with a Java stack."""
+    for line in str(exc).splitlines():
+        line = line.strip()
+        if line and not line.startswith("at "):
+            return line[:300]
+    return type(exc).__name__
