@@ -179,7 +179,8 @@ async def run_snapshot(plan: SnapshotPlan, echo: Echo, *, progress: Callable[[st
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def _install_stop_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, echo: Echo, stats: SnapshotStats) -> bool:
+def _install_stop_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event, echo: Echo,
+                          stats: SnapshotStats) -> bool:
     """First Ctrl-C (or SIGTERM): finish the round under way, then stop. Second: stop at
     once (files already written are whole; the round under way may lack some servers)."""
     task = asyncio.current_task()
