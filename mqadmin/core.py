@@ -47,7 +47,8 @@ class Output(str, Enum):
 # Options every admin command takes; each command lists them after its own.
 NamesrvOpt = Annotated[Optional[str], typer.Option(
     "-n", "--namesrvAddr", show_default=False,
-    help="Name servers, 'host:port;host:port'. Default: $NAMESRV_ADDR, else the --profile servers.")]
+    help="Name servers, 'host:port;host:port'. Default: the --profile servers if given, else $NAMESRV_ADDR, "
+         "else the profiles file's default_profile.")]
 OutputOpt = Annotated[Optional[Output], typer.Option(
     "-o", "--output", show_default=False, help="table (default), json or yaml.")]
 
