@@ -72,6 +72,22 @@ def next_round(out: Path) -> int:
     return max(rounds) + 1 if rounds else 0
 
 
+def continuation_note(out: Path, number: int, addrs: Sequence[str]) -> str | None:
+    """A line for a snapshot that continues a directory whose last round holds other
+    servers' captures (another cluster, a synthetic history): analyze will compare all
+    rounds as one history, so say it before the first round is written."""
+    if number == 0:
+        return None
+    last = out / round_dir_name(number - 1)
+    theirs = sorted(p.name for p in last.glob("*" + SUFFIX) if not p.name.startswith("."))
+    ours = sorted(file_name(addr) for addr in addrs)
+    if not theirs or theirs == ours:
+        return None
+    shown = ", ".join(name[: -len(SUFFIX)] for name in theirs[:5]) + (", ..." if len(theirs) > 5 else "")
+    return (f"note: {out} already holds rounds up to {number - 1:06d}, whose last round has captures of other "
+            f"servers ({shown}); this run continues it at {number:06d} and analyze will compare them as one history")
+
+
 # ------------------------------------------------------------------ snapshot ----
 
 
@@ -134,6 +150,9 @@ async def run_snapshot(plan: SnapshotPlan, echo: Echo, *, progress: Callable[[st
     try:
         plan.out.mkdir(parents=True, exist_ok=True)
         number = next_round(plan.out)
+        note = continuation_note(plan.out, number, plan.addrs)
+        if note:
+            echo(note)
         began = loop.time()
         while not stop.is_set():
             if plan.rounds is not None and stats.rounds >= plan.rounds:

@@ -212,3 +212,21 @@ def test_analyze_refuses_an_out_made_from_other_captures(tmp_path: Path) -> None
     assert (f"{out} holds the analysis of {(tmp_path / 'cap1').resolve()}; analysing {tmp_path / 'cap2'} into it "
             "would replace the dates both cover: give another --out, or --replace") in flat(result.output)
     assert (out / "_captures.txt").read_text() == f"{(tmp_path / 'cap1').resolve()}\n"
+
+
+def test_snapshot_notes_a_directory_of_other_servers(tmp_path: Path) -> None:
+    """Continuing a directory is normal (same servers: no note); continuing one whose last
+    round holds other servers' captures (here a synthetic history) is said before the
+    first round, since analyze will take both as one history."""
+    snap = ["snapshot", "-n", "127.0.0.1:1", "--rounds", "1", "--every", "0", "--timeout", "0.5"]
+    mine = tmp_path / "mine"
+    for _ in range(2):
+        result = CliRunner().invoke(app, [*snap, "--out", str(mine)])
+        assert result.exit_code == 1 and "note:" not in result.stderr
+    synth = tmp_path / "synth"
+    assert CliRunner().invoke(app, ["synth-history", "--out", str(synth), "--servers", "2", "--brokers", "1",
+                                    "--topics", "1", "--hours", "0.2", "--every", "600"]).exit_code == 0
+    result = CliRunner().invoke(app, [*snap, "--out", str(synth)])
+    assert (f"note: {synth} already holds rounds up to 000000, whose last round has captures of other servers "
+            "(10.0.0.1_9876, 10.0.0.2_9876); this run continues it at 000001") in result.stderr
+    assert sorted(p.name for p in (synth / "000001").iterdir()) == ["127.0.0.1_1.msgpack"]
