@@ -106,7 +106,8 @@ def analyze(
     brokers, broker_events, summary (and captures) under OUT, partitioned by date and
     rewritten per date on a re-run; plus OUT/report.html."""
     from ..pipeline import launch
-    from ..pipeline.job import JobOptions, NoCaptures, parse_time, run, session_builder
+    from ..pipeline.job import JobOptions, NoCaptures, run, session_builder
+    from ..pipeline.times import parse_time
     from ..pipeline.progress import StepProgress
 
     def body() -> int:

@@ -34,7 +34,7 @@ from nameserver.protocol.bodies import BrokerData, QueueData, TopicRouteData
 from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
 
 from ..diff import CanonicalView, ServerView, canonical_cluster, hash_canonical, route_key
-from .schema import CaptureFormatError, check_header, check_location
+from .schema import CaptureFormatError, check_header, check_location, in_round_directory
 
 ADDRS = pa.map_(pa.int64(), pa.string())
 
@@ -389,15 +389,6 @@ def unreadable_row(path: str, time_ms: int | None, problem: str) -> dict[str, An
 
 
 # ------------------------------------------------------------- readability ----
-
-
-def in_round_directory(path: str) -> bool:
-    """Whether ``path`` sits directly in a round directory (a name of digits only).
-    Anything else under the capture directory (notes, a copy at the top, a sub-directory
-    of a round) is not part of the history: it has no round to be compared in, and its
-    modification time would become a round of its own."""
-    parts = path.rstrip("/").rsplit("/", 2)
-    return len(parts) > 1 and parts[-2].isdigit()
 
 
 def small_view(parsed: Parsed) -> ServerView:

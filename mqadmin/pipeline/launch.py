@@ -11,13 +11,16 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
+from .schema import SUFFIX, in_round_directory
+
 #: The master URLs Spark itself accepts (checked here, before a JVM is started for nothing).
 MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|spark://\S+|yarn|k8s://\S+")
 
 
 def has_captures(captures: Path) -> bool:
-    """Whether any capture file sits in a round directory (NNNNNN/) under ``captures``."""
-    return any(p.parent.name.isdigit() and not p.name.startswith(".") for p in captures.rglob("*.msgpack"))
+    """Whether any capture file sits in a round directory (NNNNNN/) under ``captures``:
+    the files the job reads (schema.in_round_directory)."""
+    return any(in_round_directory(p.as_posix()) and not p.name.startswith(".") for p in captures.rglob("*" + SUFFIX))
 
 
 def unwritable(out: Path) -> str | None:

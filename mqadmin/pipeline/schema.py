@@ -67,6 +67,15 @@ def check_header(obj: Mapping[str, Any]) -> None:
             raise CaptureFormatError(f"capture field {key!r} is missing or not {kind.__name__}")
 
 
+def in_round_directory(path: str) -> bool:
+    """Whether ``path`` sits directly in a round directory (a name of digits only).
+    Anything else under the capture directory (notes, a copy at the top, a sub-directory
+    of a round) is not part of the history: it has no round to be compared in, and its
+    modification time would become a round of its own."""
+    parts = path.rstrip("/").rsplit("/", 2)
+    return len(parts) > 1 and parts[-2].isdigit()
+
+
 def check_location(path: str, round: int) -> None:
     """Raise CaptureFormatError when the file sits in another round's directory: the job
     compares the files of a directory with each other, so a file moved or copied into

@@ -13,9 +13,8 @@ import msgpack
 import pyarrow as pa
 import pytest
 
-from mqadmin.diff import ServerView
 from mqadmin.pipeline import flatten, per_round
-from mqadmin.pipeline.schema import capture_of, encode_capture
+from mqadmin.pipeline.schema import capture_of, encode_capture, in_round_directory
 from tests.diff.views import route, view
 from tests.pipeline.conftest import A, B, C, MINUTE, T0, write_history
 
@@ -115,7 +114,7 @@ def test_a_bad_route_does_not_poison_the_template_cache() -> None:
 def test_files_outside_round_directories_are_ignored(path: str) -> None:
     for content in (_capture(), b"garbage"):
         assert list(flatten.parse_files([_batch([(path, content)])], None, None, with_captures=True)) == []
-    assert flatten.in_round_directory("file:/d/000001/10.0.0.1_9876.msgpack")
+    assert in_round_directory("file:/d/000001/10.0.0.1_9876.msgpack")
 
 
 def test_an_unreadable_round_keeps_its_mtime_and_makes_no_round() -> None:
