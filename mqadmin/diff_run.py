@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, Iterator, NoReturn, Sequence, TextIO
@@ -55,7 +56,7 @@ class DiffOptions:
             raise typer.BadParameter(f"one of {', '.join(STRATEGIES)}", param_hint="'--strategy'")
         if self.concurrency < 1:
             raise typer.BadParameter("must be at least 1", param_hint="'--concurrency'")
-        if self.watch is not None and self.watch <= 0:
+        if self.watch is not None and not (math.isfinite(self.watch) and self.watch > 0):
             raise typer.BadParameter("must be a positive number of seconds", param_hint="'--watch'")
         if self.count is not None and (self.count < 1 or self.watch is None):
             raise typer.BadParameter("needs --watch and must be at least 1", param_hint="'--count'")

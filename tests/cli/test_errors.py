@@ -36,6 +36,7 @@ ADMIN_COMMANDS = ["clusterList", "topicRoute", "topicList", "getKvConfig", "getN
     (["topicList", "--timeout", "0", "-n", "127.0.0.1:1"], "Invalid value for '--timeout': must be a positive number"),
     (["topicList", "--timeout", "nan", "-n", "127.0.0.1:1"], "Invalid value for '--timeout': must be a positive"),
     (["snapshot", "--out", "x", "--timeout", "-1", "-n", "127.0.0.1:1"], "Invalid value for '--timeout': must be"),
+    (["diff-namesrv", "--watch", "nan", "-n", "127.0.0.1:1"], "Invalid value for '--watch': must be a positive"),
     (["topicRoute", "-t", "  ", "-n", "127.0.0.1:1"], "Invalid value for '-t': must not be empty"),
     (["clusterList", "-i", "-1"], "Invalid value for '-i' / '--interval'"),
     (["noSuchCommand"], "No such command 'noSuchCommand'."),
