@@ -48,7 +48,7 @@ def collect_report_data(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
     ev = (events.where("converge_s is not null").orderBy("start_ms")
           .select("start_ms", "converge_s", "kind", "broker").limit(MAX_EVENTS).collect())
     worst = (wins.orderBy(F.desc("duration_s"), "start_ms", "topic").limit(WORST)
-             .select("topic", "start_ms", "end_ms", "duration_s", "open", "servers", "cause", "brokers",
+             .select("topic", "start_ms", "end_ms", "duration_s", "unknown_s", "open", "servers", "cause", "brokers",
                      "max_unassigned", "max_doubly_assigned").collect())
     return {
         "rounds": sorted(r["capture_ms"] for r in rounds if r["capture_ms"] is not None),
@@ -138,7 +138,9 @@ def _summary_rows(data: dict[str, Any]) -> list[list[Any]]:
     for s in data["summary"]:
         worst = "; ".join(f"{w['topic']} {w['duration_s'] / 60:.1f} min ({w['cause']})" for w in s["worst_windows"])
         share = s["consistent_share"]
-        rows.append([s["date"], s["cluster"], "-" if share is None else f"{share * 100:.2f} %", s["windows"],
+        unknown = s["unknown_s"] / s["observed_s"] if s["unknown_s"] and s["observed_s"] else None
+        rows.append([s["date"], s["cluster"], "-" if share is None else f"{share * 100:.2f} %",
+                     "-" if unknown is None else f"{unknown * 100:.2f} %", s["windows"],
                      s["longest_window_s"] and s["longest_window_s"] / 60, worst or "-",
                      s["unassigned_queue_minutes"], s["doubly_assigned_queue_minutes"],
                      s["affected_consumer_minutes"], s["broker_events"], s["max_converge_s"]])
@@ -161,12 +163,13 @@ def render_html(data: dict[str, Any]) -> str:
         charts.append('<div class="chart">' + fig.to_html(
             full_html=False, include_plotlyjs=(i == 0), div_id=div_id,
             config={"displaylogo": False, "responsive": True}) + "</div>")
-    summary = _table(["date", "cluster", "consistent", "windows", "longest (min)", "worst windows",
+    summary = _table(["date", "cluster", "consistent", "unknown (a server silent)", "windows", "longest (min)", "worst windows",
                       "unassigned queue-min", "doubly assigned queue-min", "consumer-min affected", "broker events",
                       "slowest convergence (s)"], _summary_rows(data), "summary")
-    worst = _table(["topic", "start", "end", "duration (min)", "open", "servers", "cause", "brokers",
-                    "max unassigned", "max doubly assigned"],
-                   [[w["topic"], _ts(w["start_ms"]), _ts(w["end_ms"]), w["duration_s"] / 60, w["open"], w["servers"],
+    worst = _table(["topic", "start", "end", "duration (min)", "of it a server silent (min)", "open", "servers",
+                    "cause", "brokers", "max unassigned", "max doubly assigned"],
+                   [[w["topic"], _ts(w["start_ms"]), _ts(w["end_ms"]), w["duration_s"] / 60,
+                     w["unknown_s"] / 60 if w["unknown_s"] else "-", w["open"], w["servers"],
                      w["cause"], w["brokers"], w["max_unassigned"], w["max_doubly_assigned"]] for w in data["worst"]],
                    "worst")
     span = ""

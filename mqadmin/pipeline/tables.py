@@ -13,6 +13,8 @@ keeps the small ones cached. Conventions shared by every table (SCHEMA.md):
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -99,31 +101,95 @@ def _union_of(col: str) -> Column:
     return F.array_sort(F.array_distinct(F.flatten(F.collect_list(col)))).alias(col)
 
 
+def silences(answered: DataFrame, rounds_df: DataFrame) -> DataFrame:
+    """(server, from_seq, to_seq): maximal runs of rounds in which a server that answered
+    some round gave nothing. ``answered``: (seq, server) for every answer that counts."""
+    servers = answered.select("server").distinct()
+    missing = (rounds_df.select("seq").crossJoin(servers)
+               .join(answered.select("seq", "server"), ["seq", "server"], "left_anti"))
+    island = F.col("seq") - F.row_number().over(Window.partitionBy("server").orderBy("seq"))
+    return (missing.withColumn("island", island).groupBy("server", "island")
+            .agg(F.min("seq").alias("from_seq"), F.max("seq").alias("to_seq")).drop("island"))
+
+
+def bridged(gaps: DataFrame, silent: DataFrame, keys: Sequence[str]) -> DataFrame:
+    """The ``keys`` of the ``gaps`` that only silence explains.
+
+    A gap is a run of rounds (``gap_from`` to ``gap_to``) in which the servers agreed,
+    between two in which they did not; ``side_a`` and ``side_b`` are the two sides of
+    the disagreement just before it. When every server of one side said nothing for the
+    whole gap, the others agreeing says nothing about whether it ended: the gap is
+    bridged. (Had one server of that side answered, the agreement would be real.)"""
+    sides = F.array(F.struct(F.lit(0).alias("side"), F.col("side_a").alias("members")),
+                    F.struct(F.lit(1).alias("side"), F.col("side_b").alias("members")))
+    members = (gaps.select(*keys, "gap_from", "gap_to", F.explode(sides).alias("s"))
+               .select(*keys, "gap_from", "gap_to", "s.side", F.explode("s.members").alias("server")))
+    q = F.broadcast(silent).alias("q")
+    covered = (members.alias("g").join(q, (F.col("g.server") == F.col("q.server"))
+                                       & (F.col("q.from_seq") <= F.col("g.gap_from"))
+                                       & (F.col("q.to_seq") >= F.col("g.gap_to")), "left")
+               .select(*[F.col(f"g.{k}") for k in keys], "g.side", F.col("q.server").isNotNull().alias("covered")))
+    return (covered.groupBy(*keys, "side").agg(F.bool_and("covered").alias("silent"))
+            .where("silent").select(*keys).distinct())
+
+
 def windows(div: DataFrame, rounds_df: DataFrame) -> DataFrame:
-    """Maximal runs of consecutive rounds in which a topic's servers disagree."""
+    """Maximal runs of rounds in which a topic's servers disagree, bridging the rounds in
+    which they seemed to agree only because one side of the disagreement was silent
+    (a name server down or unreachable: ``bridged``)."""
     bad = div.where((F.col("scope") == "topic") & ~F.col("agree"))
     run = Window.partitionBy("topic").orderBy("seq")
     impacted = (F.col("unassigned") + F.col("doubly_assigned")) > 0
-    grouped = (bad.withColumn("island", F.col("seq") - F.row_number().over(run))
+    # 1. islands: runs of consecutive disagreeing rounds
+    islands = (bad.withColumn("island", F.col("seq") - F.row_number().over(run))
                .groupBy("topic", "island").agg(
-                   F.min("capture_ms").alias("start_ms"), F.max("seq").alias("last_seq"),
-                   F.max("capture_ms").alias("last_ms"), F.count("*").alias("rounds"),
+                   F.min("seq").alias("start_seq"), F.min("capture_ms").alias("start_ms"),
+                   F.max("seq").alias("last_seq"), F.max("capture_ms").alias("last_ms"), F.count("*").alias("rounds"),
+                   F.max_by("differing", "seq").alias("last_differing"),
+                   F.max_by(F.array_except("servers", "differing"), "seq").alias("last_majority"),
                    _union_of("differing"), _union_of("kinds"), _union_of("brokers"), _union_of("clusters"),
                    F.max("unassigned").alias("max_unassigned"), F.max("doubly_assigned").alias("max_doubly_assigned"),
-                   (F.sum(F.col("unassigned") * F.col("interval_ms")) / 60000).alias("unassigned_queue_minutes"),
-                   (F.sum(F.col("doubly_assigned") * F.col("interval_ms")) / 60000)
-                   .alias("doubly_assigned_queue_minutes"),
-                   (F.sum(F.when(impacted, F.col("consumers") * F.col("interval_ms")).otherwise(0)) / 60000)
-                   .alias("affected_consumer_minutes"),
+                   F.sum(F.col("unassigned") * F.col("interval_ms")).alias("unassigned_ms"),
+                   F.sum(F.col("doubly_assigned") * F.col("interval_ms")).alias("doubly_ms"),
+                   F.sum(F.when(impacted, F.col("consumers") * F.col("interval_ms")).otherwise(0)).alias("consumer_ms"),
                    F.bool_or("key_hash_breaks").alias("key_hash_breaks")))
     nxt = F.broadcast(rounds_df.select((F.col("seq") - 1).alias("last_seq"), F.col("capture_ms").alias("next_ms")))
-    out = grouped.join(nxt, "last_seq", "left")
+    order = Window.partitionBy("topic").orderBy("start_seq")
+    islands = islands.join(nxt, "last_seq", "left").select(
+        "*", F.lag("last_seq").over(order).alias("prev_last_seq"),
+        F.lag("next_ms").over(order).alias("gap_start_ms"),
+        F.lag("last_differing").over(order).alias("side_a"), F.lag("last_majority").over(order).alias("side_b"))
+    # 2. islands that continue the one before them across a gap only silence explains
+    gaps = islands.where(F.col("prev_last_seq").isNotNull()).select(
+        "topic", "start_seq", (F.col("prev_last_seq") + 1).alias("gap_from"), (F.col("start_seq") - 1).alias("gap_to"),
+        "side_a", "side_b")
+    silent = silences(rounds_df.select("seq", F.explode("servers").alias("server")), rounds_df)
+    joined = bridged(gaps, silent, ["topic", "start_seq"]).withColumn("bridged", F.lit(True))
+    islands = islands.join(joined, ["topic", "start_seq"], "left").withColumn(
+        "bridged", F.coalesce("bridged", F.lit(False)))
+    starts = F.sum(F.when(F.col("bridged"), 0).otherwise(1)).over(order.rowsBetween(Window.unboundedPreceding, 0))
+    unknown = F.when(F.col("bridged"), F.struct(F.col("gap_start_ms").alias("start_ms"),
+                                                  F.col("start_ms").alias("end_ms")))
+    # 3. windows: the islands merged
+    grouped = islands.withColumn("window", starts).groupBy("topic", "window").agg(
+        F.min("start_ms").alias("start_ms"), F.max("last_ms").alias("last_ms"),
+        F.max_by("next_ms", "last_seq").alias("next_ms"), F.sum("rounds").alias("rounds"),
+        _union_of("differing"), _union_of("kinds"), _union_of("brokers"), _union_of("clusters"),
+        F.max("max_unassigned").alias("max_unassigned"), F.max("max_doubly_assigned").alias("max_doubly_assigned"),
+        (F.sum("unassigned_ms") / 60000).alias("unassigned_queue_minutes"),
+        (F.sum("doubly_ms") / 60000).alias("doubly_assigned_queue_minutes"),
+        (F.sum("consumer_ms") / 60000).alias("affected_consumer_minutes"),
+        F.bool_or("key_hash_breaks").alias("key_hash_breaks"),
+        F.array_sort(F.collect_list(unknown)).alias("unknown_spans"))
     end = F.coalesce(F.col("next_ms"), F.col("last_ms"))
-    return out.select(
+    unknown_s = F.aggregate("unknown_spans", F.lit(0).cast("bigint"),
+                            lambda acc, s: acc + s["end_ms"] - s["start_ms"]) / 1000
+    return grouped.select(
         date_of("start_ms").alias("date"), "topic", "start_ms", end.alias("end_ms"),
         F.timestamp_millis("start_ms").alias("start"), F.timestamp_millis(end).alias("end"),
         ((end - F.col("start_ms")) / 1000).alias("duration_s"), F.col("next_ms").isNull().alias("open"),
-        "rounds", F.col("differing").alias("servers"), cause_of(F.col("kinds")).alias("cause"), "kinds", "brokers",
+        "rounds", unknown_s.alias("unknown_s"), "unknown_spans",
+        F.col("differing").alias("servers"), cause_of(F.col("kinds")).alias("cause"), "kinds", "brokers",
         "clusters", "max_unassigned", "max_doubly_assigned", "unassigned_queue_minutes",
         "doubly_assigned_queue_minutes", "affected_consumer_minutes", "key_hash_breaks",
     )
@@ -192,6 +258,7 @@ def broker_events(pres: DataFrame, rounds_df: DataFrame) -> DataFrame:
                 F.first("state").alias("state"), F.max("cluster").alias("cluster"),
                 F.min("seq").alias("start_seq"), F.max("seq").alias("end_seq"),
                 F.min("capture_ms").alias("start_ms")))
+    runs = _bridge_runs(runs, pres, rounds_df)
     wr = Window.partitionBy("broker").orderBy("run")
     runs = runs.select("*", F.lag("state").over(wr).alias("before"), F.lead("state").over(wr).alias("after"),
                        F.lead("start_ms").over(wr).alias("after_ms"))
@@ -238,6 +305,31 @@ def broker_events(pres: DataFrame, rounds_df: DataFrame) -> DataFrame:
         (F.col("end_seq") - F.col("start_seq") + 1).alias("rounds"), "servers", "server_lags"))
 
 
+def _bridge_runs(runs: DataFrame, pres: DataFrame, rounds_df: DataFrame) -> DataFrame:
+    """Merge split, agreeing, split runs into one split run when the agreement in between
+    is only the silence of one side (``bridged``): of the servers that listed the broker
+    in the last split round, or of those that did not."""
+    wr = Window.partitionBy("broker").orderBy("run")
+    runs = runs.select("*", F.lag("state").over(wr).alias("before"), F.lead("state").over(wr).alias("after"),
+                       F.lag("end_seq").over(wr).alias("prev_end"))
+    candidates = runs.where((F.col("state") != "split") & (F.col("before") == "split") & (F.col("after") == "split"))
+    sides = pres.groupBy("broker", F.col("seq").alias("prev_end")).agg(
+        F.collect_list(F.when(F.col("present"), F.col("server"))).alias("side_a"),
+        F.collect_list(F.when(~F.col("present"), F.col("server"))).alias("side_b"))
+    gaps = candidates.join(sides, ["broker", "prev_end"]).select(
+        "broker", "run", F.col("start_seq").alias("gap_from"), F.col("end_seq").alias("gap_to"), "side_a", "side_b")
+    silent = silences(pres.select("seq", "server").distinct(), rounds_df)
+    marked = runs.join(bridged(gaps, silent, ["broker", "run"]).withColumn("bridged", F.lit(True)), ["broker", "run"],
+                       "left").withColumn("bridged", F.coalesce("bridged", F.lit(False)))
+    joins = F.col("bridged") | F.coalesce(F.lag("bridged").over(wr), F.lit(False))
+    merged = marked.withColumn("merged", F.sum(F.when(joins, 0).otherwise(1)).over(
+        wr.rowsBetween(Window.unboundedPreceding, 0)))
+    return merged.groupBy("broker", "merged").agg(
+        F.when(F.count("*") > 1, F.lit("split")).otherwise(F.max("state")).alias("state"),
+        F.max("cluster").alias("cluster"), F.min("start_seq").alias("start_seq"), F.max("end_seq").alias("end_seq"),
+        F.min("start_ms").alias("start_ms")).withColumnRenamed("merged", "run")
+
+
 # ------------------------------------------------------------------ summary ----
 
 
@@ -258,19 +350,30 @@ def summary(div: DataFrame, wins: DataFrame, events: DataFrame, captures: DataFr
     known = (captures.where(F.col("ok") & F.col("has_cluster_info"))
              .select("round", F.explode("cluster_brokers.cluster").alias("cluster")))
     rc = known.unionByName(per_rc.select("round", "cluster")).distinct()
-    r = F.broadcast(rounds_df.select("round", "date", "interval_ms"))
+    r = F.broadcast(rounds_df.select("round", "date", "interval_ms", "capture_ms"))
     base = rc.join(r, "round").join(per_rc, ["round", "cluster"], "left")
+    # Rounds a window bridges (a side of its disagreement silent): not known consistent.
+    win_cluster = F.explode(F.when(F.size("clusters") > 0, F.col("clusters")).otherwise(F.array(no_cluster)))
+    spans = (wins.where(F.size("unknown_spans") > 0)
+             .select(win_cluster.alias("cluster"), F.explode("unknown_spans").alias("span"))
+             .select("cluster", "span.start_ms", "span.end_ms"))
+    b, sp = base.alias("b"), F.broadcast(spans).alias("sp")
+    unknown = (b.join(sp, (F.col("b.cluster") == F.col("sp.cluster")) & (F.col("b.capture_ms") >= F.col("sp.start_ms"))
+                      & (F.col("b.capture_ms") < F.col("sp.end_ms")))
+               .select("b.round", "b.cluster").distinct().withColumn("unknown", F.lit(True)))
+    base = base.join(unknown, ["round", "cluster"], "left")
     iv = F.col("interval_ms")
+    quiet = F.col("bad_topics").isNull()
     by_day = base.groupBy("date", "cluster").agg(
         F.count("*").alias("rounds"),
         (F.sum(iv) / 1000).alias("observed_s"),
-        (F.sum(F.when(F.col("bad_topics").isNull(), iv).otherwise(0)) / 1000).alias("consistent_s"),
+        (F.sum(F.when(quiet & F.col("unknown").isNull(), iv).otherwise(0)) / 1000).alias("consistent_s"),
+        (F.sum(F.when(quiet & F.col("unknown"), iv).otherwise(0)) / 1000).alias("unknown_s"),
         F.max(F.coalesce("bad_topics", F.lit(0))).alias("max_inconsistent_topics"),
         (F.sum(F.coalesce("unassigned", F.lit(0)) * iv) / 60000).alias("unassigned_queue_minutes"),
         (F.sum(F.coalesce("doubly", F.lit(0)) * iv) / 60000).alias("doubly_assigned_queue_minutes"),
         (F.sum(F.coalesce("consumers_hit", F.lit(0)) * iv) / 60000).alias("affected_consumer_minutes"),
     ).withColumn("consistent_share", F.try_divide(F.col("consistent_s"), F.col("observed_s")))
-    win_cluster = F.explode(F.when(F.size("clusters") > 0, F.col("clusters")).otherwise(F.array(no_cluster)))
     worst = wins.select("*", win_cluster.alias("cluster")).groupBy("date", "cluster").agg(
         F.count("*").alias("windows"), F.max("duration_s").alias("longest_window_s"),
         F.slice(F.sort_array(F.collect_list(F.struct("duration_s", "topic", "start", "cause", "servers")),
@@ -279,7 +382,7 @@ def summary(div: DataFrame, wins: DataFrame, events: DataFrame, captures: DataFr
         F.count("*").alias("broker_events"), F.max("converge_s").alias("max_converge_s"),
         F.count_if(~F.col("converged")).alias("unconverged_events"))
     return (by_day.join(worst, ["date", "cluster"], "left").join(conv, ["date", "cluster"], "left")
-            .select("date", "cluster", "rounds", "observed_s", "consistent_s", "consistent_share",
+            .select("date", "cluster", "rounds", "observed_s", "consistent_s", "consistent_share", "unknown_s",
                     "max_inconsistent_topics", F.coalesce("windows", F.lit(0)).alias("windows"), "longest_window_s",
                     F.coalesce("worst_windows", F.expr("array()").cast(
                         "array<struct<duration_s:double,topic:string,start:timestamp,cause:string,"
