@@ -7,12 +7,12 @@ from typing import Any, Callable
 import typer
 from typer.core import TyperGroup
 
-from .commands import bench, cluster, config, kv, namesrv, perm, topic
+from .commands import alloc, bench, cluster, config, kv, namesrv, perm, topic
+from .commands import help as help_commands
 from .commands import fixture as fixture_commands
 from .commands import pipeline as pipeline_commands
 from .commands import diff as diff_commands
 from .exit import EXIT_CODES_HELP
-
 
 
 class JavaNamesGroup(TyperGroup):
@@ -46,6 +46,7 @@ ADMIN_COMMANDS: dict[str, Callable[..., Any]] = {
     "clusterList": cluster.cluster_list,
     "topicRoute": topic.topic_route,
     "topicList": topic.topic_list,
+    "topicClusterList": topic.topic_cluster_list,
     "getKvConfig": kv.get_kv_config,
     "getNamesrvConfig": config.get_namesrv_config,
     "wipeWritePerm": perm.wipe_write_perm,
@@ -55,6 +56,7 @@ ADMIN_COMMANDS: dict[str, Callable[..., Any]] = {
     "updateNamesrvConfig": config.update_namesrv_config,
     "updateOrderConf": kv.update_order_conf,
     "deleteTopic": topic.delete_topic,
+    "allocateMQ": alloc.allocate_mq,
     "diff-namesrv": diff_commands.diff_namesrv,
 }
 for _name, _command in ADMIN_COMMANDS.items():
@@ -67,6 +69,9 @@ PIPELINE_COMMANDS: dict[str, Callable[..., Any]] = {
 }
 for _name, _command in PIPELINE_COMMANDS.items():
     app.command(_name, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)(_command)
+
+# Java's `mqadmin help <command>`: the command's own --help.
+app.command("help", context_settings={"help_option_names": ["-h", "--help"]})(help_commands.help_command)
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ asks for the stack.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import io
 import math
 import os
@@ -18,7 +19,8 @@ import sys
 import time
 from dataclasses import dataclass
 from enum import Enum
-from typing import Annotated, Any, Awaitable, Callable, Coroutine, NoReturn, Optional, Sequence, TextIO, TypeVar
+from typing import (Annotated, Any, Awaitable, Callable, Coroutine, Iterable, NoReturn, Optional, Sequence, TextIO,
+                    TypeVar)
 
 import typer
 
@@ -192,6 +194,21 @@ def required(value: str, hint: str) -> str:
     if not value:
         raise typer.BadParameter("must not be empty", param_hint=f"'{hint}'")
     return value
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'topicRoute'?)`` for the names among ``candidates`` that look like
+    ``word`` (a case-only difference alone when there is one: Java's names are camelCase,
+    fingers are not); empty when none does."""
+    by_folded: dict[str, str] = {}
+    for c in sorted(candidates):
+        by_folded.setdefault(c.casefold(), c)
+    folded = word.casefold()
+    close = [folded] if folded in by_folded else difflib.get_close_matches(folded, list(by_folded), n=3)
+    names = [repr(by_folded[c]) for c in close]
+    if not names:
+        return ""
+    return " (did you mean " + (", ".join(names[:-1]) + " or " if len(names) > 1 else "") + names[-1] + "?)"
 
 
 def read_command(

@@ -28,6 +28,18 @@ from .result import LOOKUP, PROBE, READ, WRITE, Group, Result, Step
 #: Columns of a non-terminal stdout: wide enough that tables are never folded in pipes.
 PIPE_WIDTH = 240
 
+
+class PlainYamlDumper(yaml.SafeDumper):
+    """No ``&id001`` anchors and ``*id001`` aliases: the agreed answer is the very object
+    each agreeing server's entry holds, and a reader (or ``yq``) wants it written out."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def dump_yaml(obj: Any) -> str:
+    return yaml.dump(obj, Dumper=PlainYamlDumper, sort_keys=False, allow_unicode=True, explicit_start=True)
+
 Row = tuple[Hashable, Sequence[str]]
 
 
@@ -40,6 +52,8 @@ class ReadView:
     rows: Callable[[Any, Result], list[Row]]
     #: lines shown under the table (data that is not per row)
     notes: Callable[[Any], list[str]] = field(default=lambda data: [])
+    #: a fixed text layout (Java's) printed instead of the table, byte for byte: see _layout
+    layout: Callable[[Any], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -55,25 +69,33 @@ def render(result: Result, output: str, stdout: TextIO, stderr: TextIO) -> None:
     if output == "json":
         stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
     elif output == "yaml":
-        stdout.write(yaml.safe_dump(result.to_json(), sort_keys=False, allow_unicode=True, explicit_start=True))
+        stdout.write(dump_yaml(result.to_json()))
     else:
-        tty = stdout.isatty()
-        buffer = None if tty else io.StringIO()
-        console = make_console(stdout if buffer is None else buffer, tty)
         shown = [s for s in result.steps if s.kind != PROBE]
-        for i, step in enumerate(shown):
-            if len(shown) > 1:
-                _line(console, ("\n" if i else "") + f"{request_label(step.request)}:")
-            if step.kind in (READ, LOOKUP):
-                _read(step, result, console)
-            elif step.kind == WRITE:
-                _write(step, result, console)
-        if buffer is not None:  # pipes get no padding blanks at line ends
-            stdout.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
+        if len(shown) == 1 and shown[0].kind == READ and getattr(shown[0].view, "layout", None) is not None:
+            stdout.write(_layout(shown[0]))
+        else:
+            _tables(shown, result, stdout)
     stdout.flush()
     for line in diagnostics(result):
         stderr.write(line + "\n")
     stderr.flush()
+
+
+def _tables(shown: Sequence[Step], result: Result, stdout: TextIO) -> None:
+    """The steps as rich tables, each under its request's name when there are several."""
+    tty = stdout.isatty()
+    buffer = None if tty else io.StringIO()
+    console = make_console(stdout if buffer is None else buffer, tty)
+    for i, step in enumerate(shown):
+        if len(shown) > 1:
+            _line(console, ("\n" if i else "") + f"{request_label(step.request)}:")
+        if step.kind in (READ, LOOKUP):
+            _read(step, result, console)
+        elif step.kind == WRITE:
+            _write(step, result, console)
+    if buffer is not None:  # pipes get no padding blanks at line ends
+        stdout.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
 
 
 def make_console(out: TextIO, tty: bool) -> Console:
@@ -126,14 +148,44 @@ def _summary(groups: list[Group], total: int, failed: int) -> str:
     return f"Name servers disagree: {len(groups)} different answers from {compared}/{total} name servers{tail}"
 
 
+def _legend(letter: str, group: Group) -> str:
+    """``  A  10.0.0.1:9876, 10.0.0.2:9876`` (and why, for a "not found" group)."""
+    what = ""
+    if group.absent:
+        code = getattr(group.error, "code_name", None) or getattr(group.error, "reason", "")
+        what = f"  (not found: {code})"
+    return f"  {letter}  {', '.join(group.servers)}{what}"
+
+
+def _layout(step: Step) -> str:
+    """A read shown in its view's fixed text layout (``topicRoute -l``), written as is:
+    Java's trailing blanks are part of it, so it bypasses rich and the pipe trimming.
+
+    Every server agrees and none failed: the layout alone, exactly what Java prints.
+    Otherwise the summary line, then per distinct answer its legend line (as in the
+    merged table) and that answer's layout and notes.
+    """
+    view: ReadView = step.view
+    assert view.layout is not None
+    groups = step.groups
+    summary = _summary(groups, len(step.outcomes), len(step.failed))
+    if len(groups) == 1 and not groups[0].absent and not step.failed:
+        return view.layout(groups[0].data)
+    if not groups or (len(groups) == 1 and groups[0].absent):
+        return summary + "\n"
+    parts = [summary + ":\n"]
+    for letter, group in zip(_letters(len(groups)), groups):
+        parts.append("\n" + _legend(letter, group) + "\n")
+        if not group.absent:
+            parts.append(view.layout(group.data))
+            parts.extend(note + "\n" for note in view.notes(group.data))
+    return "".join(parts)
+
+
 def _merged(groups: list[Group], view: ReadView, result: Result, console: Console) -> None:
     letters = _letters(len(groups))
     for letter, group in zip(letters, groups):
-        what = ""
-        if group.absent:
-            code = getattr(group.error, "code_name", None) or getattr(group.error, "reason", "")
-            what = f"  (not found: {code})"
-        _line(console, f"  {letter}  {', '.join(group.servers)}{what}")
+        _line(console, _legend(letter, group))
     seen: dict[Hashable, dict[tuple[str, ...], list[str]]] = {}
     for letter, group in zip(letters, groups):
         if group.absent:
@@ -199,6 +251,7 @@ def diagnostics(result: Result) -> list[str]:
                 f"mqadmin: warning: name servers disagree on {request_label(step.request)}: "
                 f"{len(groups)} different answers from {compared} name servers{what}"
             )
+    lines.extend(f"mqadmin: warning: {w}" for w in result.warnings)
     if result.error:
         lines.append(f"mqadmin: error: {result.error}")
     return lines

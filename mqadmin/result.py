@@ -207,12 +207,15 @@ def write_status(steps: Sequence[Step]) -> ExitStatus:
 
 @dataclass
 class Result:
-    """What a command did. ``error`` is a command-level failure (forces exit 1)."""
+    """What a command did. ``error`` is a command-level failure (forces exit 1);
+    ``warnings`` are command-level doubts for stderr that change neither the exit
+    status nor the JSON document."""
 
     command: str
     args: dict[str, Any]
     steps: list[Step] = field(default_factory=list)
     error: str | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def step(self, request: int) -> Step | None:
         return next((s for s in self.steps if s.request == request), None)

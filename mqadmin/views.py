@@ -9,11 +9,12 @@ say how render.py lays that data out as a table.
 from __future__ import annotations
 
 import time
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
 from nameserver.protocol.codes import MASTER_ID, PERM_READ, PERM_WRITE, RequestCode
 
+from .diff import Queue
 from .render import ReadView, Row, WriteView
 from .result import Result
 
@@ -67,6 +68,55 @@ def _route_notes(data: Any) -> list[str]:
 
 
 ROUTE = ReadView(("Broker", "Cluster", "Addresses (id=addr)", "Read", "Write", "Perm"), _route_rows, notes=_route_notes)
+
+#: Java's ``topicRoute -l`` line (TopicRouteSubCommand.FORMAT); ``%-5s`` leaves trailing blanks
+JAVA_ROUTE_FORMAT = "%-45s %-32s %-50s %-10s %-11s %-5s\n"
+
+
+def java_addr_map(addrs: Mapping[str, str]) -> str:
+    """``{0=10.0.0.1:10911, 1=10.0.0.2:10911}``: Java's ``HashMap<Long, String>.toString()``.
+    Ids below the table size (16) iterate in ascending order, as every real group's do."""
+    return "{" + ", ".join(f"{bid}={addr}" for bid, addr in sorted(addrs.items(), key=lambda kv: int(kv[0]))) + "}"
+
+
+def java_route_list(data: Any) -> str:
+    """Java's ``topicRoute -l`` text for route data: header, one line per BrokerData by
+    broker name, 158 dashes, the ``Total:`` line (brokers with queue data, queue sums).
+
+    Java dereferences a missing QueueData and dies; a broker without one shows 0, 0 and
+    an empty perm here and adds nothing to the totals.
+    """
+    queues = {q["brokerName"]: q for q in data["queueDatas"]}
+    lines = [JAVA_ROUTE_FORMAT % ("#ClusterName", "#BrokerName", "#BrokerAddrs", "#ReadQueue", "#WriteQueue", "#Perm")]
+    read = write = 0
+    for broker in sorted(data["brokerDatas"], key=lambda b: b["brokerName"]):
+        q = queues.get(broker["brokerName"])
+        r, w, perm = (q["readQueueNums"], q["writeQueueNums"], q["perm"]) if q else (0, 0, "")
+        read, write = read + r, write + w
+        lines.append(JAVA_ROUTE_FORMAT % (broker["cluster"], broker["brokerName"], java_addr_map(broker["brokerAddrs"]),
+                                          r, w, perm))
+    lines.append("-" * 158 + "\n")
+    lines.append(JAVA_ROUTE_FORMAT % ("Total:", len(queues), "", read, write, ""))
+    return "".join(lines)
+
+
+#: ``topicRoute -l``: Java's text instead of the table (the notes go under each answer
+#: when the servers disagree); rows and columns stay ROUTE's
+ROUTE_LIST = ReadView(ROUTE.columns, _route_rows, notes=_route_notes, layout=java_route_list)
+
+
+def topic_clusters(route: TopicRouteData, info: ClusterInfo) -> dict[str, Any]:
+    """``{"clusters": [...]}``: sorted names of the clusters holding any broker of the
+    route's BrokerDatas (Java looks at the first BrokerData only). A broker that no
+    cluster lists adds nothing."""
+    names = {b.broker_name for b in route.broker_datas}
+    return {"clusters": sorted(c for c, members in info.cluster_addr_table.items() if names.intersection(members))}
+
+
+TOPIC_CLUSTERS = ReadView(
+    ("Cluster",), lambda data, result: [(c, (c,)) for c in data["clusters"]],
+    notes=lambda data: [] if data["clusters"] else ["no cluster of the cluster info holds a broker of this route"],
+)
 
 # ----------------------------------------------------------------- cluster ----
 
@@ -181,6 +231,38 @@ TOPICS_BY_CLUSTER = ReadView(
     ("Cluster", "Topic"),
     lambda data, result: [((c, t), (c, t)) for c, ts in data["topicsByCluster"].items() for t in ts],
 )
+
+# ---------------------------------------------------------------- allocateMQ ----
+
+
+def queue_ranges(queues: Sequence[Queue]) -> str:
+    """``broker-a:0-3, broker-b:0,2``: a consumer's queues per broker, runs of
+    consecutive ids as ``first-last``; ``-`` for none."""
+    ids: dict[str, list[int]] = {}
+    for broker, qid in queues:
+        ids.setdefault(broker, []).append(qid)
+    return ", ".join(f"{broker}:{_runs(sorted(qids))}" for broker, qids in ids.items()) or "-"
+
+
+def _runs(ids: Sequence[int]) -> str:
+    runs: list[list[int]] = []
+    for i in ids:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _allocation_rows(data: Any, result: Result) -> list[Row]:
+    rows: list[Row] = []
+    for cid, queues in data["result"].items():
+        pairs = [(q["brokerName"], q["queueId"]) for q in queues]
+        rows.append((cid, (cid, queue_ranges(pairs), str(len(pairs)))))
+    return rows
+
+
+ALLOCATION = ReadView(("Client id", "Queues (broker:ids)", "Count"), _allocation_rows)
 
 # ---------------------------------------------------------- kv and config ----
 

@@ -1,4 +1,4 @@
-"""``topicRoute``, ``topicList`` and ``deleteTopic``."""
+"""``topicRoute``, ``topicClusterList``, ``topicList`` and ``deleteTopic``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
 from nameserver.protocol.codes import RequestCode as R
 
 from .. import views
@@ -21,15 +22,54 @@ TopicOpt = Annotated[str, typer.Option("-t", "--topic", help="Topic name.", show
 
 def topic_route(
     topic: TopicOpt,
+    java_list: Annotated[bool, typer.Option(
+        "-l", "--list", help="Java's -l text layout instead of our table (no effect on -o json|yaml).")] = False,
     namesrv: NamesrvOpt = None, output: OutputOpt = None, timeout: TimeoutOpt = None,
     profile: ProfileOpt = None, traceback: TracebackOpt = False,
 ) -> None:
-    """Route of a topic (brokers, addresses, queues, perm) as every name server sees it."""
+    """Route of a topic (brokers, addresses, queues, perm) as every name server sees it.
+
+    -l prints Java's `topicRoute -l` layout byte for byte (one line per broker, 158
+    dashes, a Total: line) when every server gives the same answer; otherwise the same
+    layout once per distinct answer, under a line naming the servers that gave it (exit
+    codes as without -l). Where Java stops with a stack trace on a broker without queue
+    data, that broker shows 0 0 and an empty perm. With -o json or yaml, -l changes
+    nothing: the document is the same as without it.
+    """
     topic = required(topic, "-t")
     read_command(
         Common(namesrv, output, timeout, profile, traceback), "topicRoute", {"topic": topic},
-        R.GET_ROUTEINFO_BY_TOPIC, lambda c: c.get_route(topic), views.ROUTE,
+        R.GET_ROUTEINFO_BY_TOPIC, lambda c: c.get_route(topic), views.ROUTE_LIST if java_list else views.ROUTE,
         to_data=views.route_data, detail=f"for topic {topic!r}",
+    )
+
+
+def topic_cluster_list(
+    topic: TopicOpt,
+    namesrv: NamesrvOpt = None, output: OutputOpt = None, timeout: TimeoutOpt = None,
+    profile: ProfileOpt = None, traceback: TracebackOpt = False,
+) -> None:
+    """Clusters a topic lives in, as every name server sees it.
+
+    Per server, GET_BROKER_CLUSTER_INFO and GET_ROUTEINFO_BY_TOPIC: every cluster that
+    holds any broker of the topic's route. Java looks only at the route's first broker,
+    so a topic spread over two clusters shows one there and both here. A broker of the
+    route that no cluster lists is left out (a note says so when that leaves none).
+    """
+    topic = required(topic, "-t")
+
+    async def fetch(conn: NamesrvConnection) -> dict[str, Any]:
+        route, info = await asyncio.gather(conn.get_route(topic), conn.get_cluster_info(), return_exceptions=True)
+        # The route's TOPIC_NOT_EXIST first: it is this server's answer, whatever 106 did.
+        for answer in (route, info):
+            if isinstance(answer, BaseException):
+                raise answer
+        assert isinstance(route, TopicRouteData) and isinstance(info, ClusterInfo)
+        return views.topic_clusters(route, info)
+
+    read_command(
+        Common(namesrv, output, timeout, profile, traceback), "topicClusterList", {"topic": topic},
+        R.GET_ROUTEINFO_BY_TOPIC, fetch, views.TOPIC_CLUSTERS, detail=f"for topic {topic!r}",
     )
 
 
