@@ -64,4 +64,6 @@ def load_kv(path: str | os.PathLike[str]) -> KVStore:
     try:
         return KVStore.loads(data)
     except KVConfigError as exc:
-        raise StorageError(f"KV config {target} is corrupt ({exc}); fix or move it away (see {target.name}.bak)") from None
+        backup = target.with_name(target.name + ".bak")
+        hint = f"; {backup} holds the previous version" if backup.is_file() else ""
+        raise StorageError(f"KV config {target} is corrupt ({exc}); fix or move it away{hint}") from None

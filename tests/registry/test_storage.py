@@ -79,8 +79,18 @@ def test_corrupt_kv_file_is_an_error_naming_the_file(tmp_path: Path, content: by
         load_kv(path)
     message = str(info.value)
     assert message.startswith(f"KV config {path} is corrupt (")
-    assert message.endswith("; fix or move it away (see kvConfig.json.bak)")
+    assert message.endswith("; fix or move it away")  # no .bak beside it: none is named
     assert path.read_bytes() == content  # never replaced behind the operator's back
+
+
+def test_corrupt_kv_file_names_the_backup_when_there_is_one(tmp_path: Path) -> None:
+    path = tmp_path / "kvConfig.json"
+    atomic_write(path, JAVA_KV)
+    atomic_write(path, b"{not json")  # the previous, good version goes to .bak
+    with pytest.raises(StorageError) as info:
+        load_kv(path)
+    assert str(info.value).endswith(f"; fix or move it away; {path}.bak holds the previous version")
+    assert load_kv(tmp_path / "kvConfig.json.bak").table  # and it does
 
 
 def test_unreadable_kv_path_is_an_error_naming_it(tmp_path: Path) -> None:
