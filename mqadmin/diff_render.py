@@ -245,6 +245,8 @@ def render_round(rnd: Round, out: TextIO, *, tty: bool) -> None:
         oldest = max((rnd.lasted(f) for f in rnd.report.findings), default=None)
         head = (f"round {rnd.number} at {_clock(rnd.started_wall)}: {len(rnd.new)} new, {len(rnd.changed)} changed, "
                 f"{len(rnd.resolved)} resolved, {len(ongoing)} ongoing")
+        if rnd.unconfirmed:
+            head += f", {len(rnd.unconfirmed)} unconfirmed (a server silent)"
         if oldest is not None:
             head += f" (oldest lasted {age_text(oldest)})"
         console.print(Text(head if rnd.changes else head + "; no change"))
@@ -258,6 +260,10 @@ def render_round(rnd: Round, out: TextIO, *, tty: bool) -> None:
         for f, lasted in rnd.resolved:
             rows.append(("resolved", "(cluster)" if f.topic is None else f.topic, f.broker or "-", _WHAT[f.kind](f),
                          seen_text(f, ids), f"lasted {age_text(lasted)}"))
+        for f, silent in rnd.went_silent:
+            who = ", ".join(ids.get(a, a) for a in silent)
+            rows.append(("unconfirmed", "(cluster)" if f.topic is None else f.topic, f.broker or "-",
+                         _WHAT[f.kind](f), seen_text(f, ids), f"lasted {age_text(rnd.lasted(f))}; {who} silent"))
         if rows:
             console.print(_table(("Change", "Topic", "Broker", "What", "Seen", "Duration"), rows))
         touched = {f.topic for f in (*rnd.new, *rnd.changed)}

@@ -12,9 +12,17 @@ JSON document of one round (``-o json``; one per line with ``--watch``)::
      "round": 1, "started_at": "2026-11-23T08:45:24.116Z", "elapsed_ms": 812.4,
      "servers":  [ServerSummary.to_obj() + {"id": "A", "failures": [...]}],
      "findings": [Finding.to_obj() + {"first_seen": ISO time, "lasted_s": 12.0}],
+     "unconfirmed": [finding + {"silent": [addr]}],
      "impacts":  [TopicImpact.to_obj()],
      "changes":  null (first round) | {"new": [finding], "changed": [finding],
-                                       "resolved": [finding + lasted_s], "servers": [...]}}
+                                       "resolved": [finding + lasted_s], "unconfirmed": [...],
+                                       "servers": [...]}}
+
+A difference that is gone only because every server of one side of it stopped answering
+(the server that lacked a broker went down) is not resolved: nobody knows what that server
+holds. It is *unconfirmed* until that side answers again; then it is resolved, or goes on
+with its first-seen time if it is still there (mqadmin/pipeline/SCHEMA.md, "Silent
+servers", is the same rule over a capture history).
 """
 
 from __future__ import annotations
@@ -87,6 +95,10 @@ class Round:
     new: tuple[Finding, ...] = ()
     changed: tuple[Finding, ...] = ()
     resolved: tuple[tuple[Finding, float], ...] = ()  # (finding, seconds it lasted)
+    #: every difference not seen now only because one side of it is silent: (finding, silent servers)
+    unconfirmed: tuple[tuple[Finding, tuple[str, ...]], ...] = ()
+    #: those of ``unconfirmed`` that became so in this round
+    went_silent: tuple[tuple[Finding, tuple[str, ...]], ...] = ()
     servers_changed: tuple[ServerChange, ...] = ()
     first: bool = True
     #: -t topics and -c cluster that no answering server knows (each makes the round exit 1)
@@ -94,7 +106,8 @@ class Round:
 
     @property
     def changes(self) -> int:
-        return len(self.new) + len(self.changed) + len(self.resolved) + len(self.servers_changed)
+        return (len(self.new) + len(self.changed) + len(self.resolved) + len(self.went_silent)
+                + len(self.servers_changed))
 
     def lasted(self, f: Finding) -> float:
         return max(0.0, self.now - self.first_seen[finding_id(f)][1])
@@ -115,11 +128,13 @@ class Round:
             "elapsed_ms": round(self.elapsed_s * 1000, 1),
             "servers": servers,
             "findings": [self._finding(f) for f in self.report.findings],
+            "unconfirmed": [self._finding(f) | {"silent": list(silent)} for f, silent in self.unconfirmed],
             "impacts": impacts_obj(self.report.impacts),
             "changes": None if self.first else {
                 "new": [self._finding(f) for f in self.new],
                 "changed": [self._finding(f) for f in self.changed],
                 "resolved": [f.to_obj() | {"lasted_s": round(s, 1)} for f, s in self.resolved],
+                "unconfirmed": [self._finding(f) | {"silent": list(silent)} for f, silent in self.went_silent],
                 "servers": [c.to_obj() for c in self.servers_changed],
             },
         }
@@ -160,6 +175,15 @@ def impacts_obj(impacts: Sequence[TopicImpact]) -> list[dict[str, Any]]:
     return out
 
 
+def silent_side(f: Finding, answering: set[str]) -> tuple[str, ...]:
+    """The servers of the first side of ``f`` (a group of equal values) of which none
+    answers now; () when every side still has a server answering."""
+    for _, servers in f.groups():
+        if not answering.intersection(servers):
+            return tuple(servers)
+    return ()
+
+
 def server_state(s: ServerSummary) -> str:
     if not s.ok:
         return "failed"
@@ -172,7 +196,9 @@ class Tracker:
 
     rounds: int = 0
     _first_seen: dict[FindingId, tuple[float, float]] = field(default_factory=dict)
+    #: the findings of the last round, and those unconfirmed since (see the module)
     _findings: dict[FindingId, Finding] = field(default_factory=dict)
+    _unconfirmed: dict[FindingId, tuple[str, ...]] = field(default_factory=dict)
     _servers: dict[str, str] = field(default_factory=dict)
 
     def add(self, views: Sequence[ServerView], report: DiffReport, *, started_wall: float, started: float,
@@ -185,20 +211,26 @@ class Tracker:
         now = started
         self.rounds += 1
         current = {finding_id(f): f for f in report.findings}
-        first_seen = {k: self._first_seen.get(k, (started_wall, started)) for k in current}
+        answering = {v.addr for v in views if v.ok}
+        gone = {k: f for k, f in self._findings.items() if k not in current}
+        silent = {k: side for k, f in gone.items() if (side := silent_side(f, answering))}
+        first_seen = {k: self._first_seen.get(k, (started_wall, started)) for k in (*current, *silent)}
         new = tuple(f for k, f in current.items() if k not in self._findings)
         changed = tuple(f for k, f in current.items() if k in self._findings and self._findings[k] != f)
-        resolved = tuple(
-            (f, max(0.0, now - self._first_seen[k][1])) for k, f in self._findings.items() if k not in current
-        )
+        resolved = tuple((f, max(0.0, now - self._first_seen[k][1])) for k, f in gone.items() if k not in silent)
+        unconfirmed = tuple((gone[k], side) for k, side in silent.items())
+        went_silent = tuple((gone[k], side) for k, side in silent.items() if k not in self._unconfirmed)
         states = {s.addr: server_state(s) for s in report.servers}
         servers_changed = tuple(
             ServerChange(addr, self._servers[addr], state) for addr, state in states.items()
             if addr in self._servers and self._servers[addr] != state
         )
         first = self.rounds == 1
-        self._first_seen, self._findings, self._servers = first_seen, current, states
+        self._first_seen, self._servers = first_seen, states
+        self._findings = current | {k: gone[k] for k in silent}
+        self._unconfirmed = silent
         return Round(
             self.rounds, started_wall, elapsed, views, report, exit_status(views, report, unknown),
-            first_seen, now, new, changed, resolved, servers_changed, first, tuple(unknown),
+            first_seen, now, new, changed, resolved, unconfirmed, went_silent, servers_changed, first,
+            tuple(unknown),
         )

@@ -45,7 +45,7 @@ def test_agreeing_servers_exit_0_with_equal_hashes(cli: Cli, addrs: list[str], b
     code, doc = diff_json(cli, addrs)
     assert code == 0
     assert list(doc) == ["schema_version", "command", "args", "status", "exit_status", "error", "round", "started_at",
-                         "elapsed_ms", "servers", "findings", "impacts", "changes"]
+                         "elapsed_ms", "servers", "findings", "unconfirmed", "impacts", "changes"]
     assert (doc["schema_version"], doc["command"], doc["status"], doc["exit_status"], doc["error"], doc["round"]) == (
         1, "diff-namesrv", "ok", 0, None, 1)
     assert (doc["findings"], doc["impacts"], doc["changes"]) == ([], [], None)

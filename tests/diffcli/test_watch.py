@@ -15,7 +15,7 @@ from typing import IO, Callable
 from mqadmin.diff import ServerView, diff_views
 from mqadmin.diff_render import age_text, queues_text, render_round
 from mqadmin.diff_run import _progress_bar
-from mqadmin.diff_watch import Tracker, exit_status
+from mqadmin.diff_watch import Round, Tracker, exit_status
 from mqadmin.exit import ExitStatus
 from tests.diff.views import route, view
 from tests.diffcli.conftest import Brokers, ns, row
@@ -59,6 +59,57 @@ def test_tracker_reports_new_changed_resolved_with_durations() -> None:
 
     r4 = tracker.add(agree, diff_views(agree), started_wall=1030.0, started=80.0, elapsed=0.1)
     assert r4.status == ExitStatus.OK and len(r4.resolved) == 2 and r4.to_obj({})["status"] == "ok"
+
+
+def test_a_difference_whose_side_went_silent_is_unconfirmed_not_resolved() -> None:
+    lost = [view("A", {"o": route("broker-a", "broker-b")}), view("B", {"o": route("broker-a")}, brokers=("broker-a",))]
+    b_down = [lost[0], ServerView("B", error="B: GET_BROKER_CLUSTER_INFO (106): connection refused")]
+    agree = [lost[0], view("B", {"o": route("broker-a", "broker-b")})]
+    tracker = Tracker()
+
+    def add(views: list[ServerView], t: float) -> Round:
+        return tracker.add(views, diff_views(views), started_wall=1000.0 + t, started=t, elapsed=0.1)
+
+    r1 = add(lost, 0.0)
+    kinds = [(f.kind, f.topic) for f in r1.report.findings]
+    assert kinds == [("cluster_members", None), ("broker_missing", None), ("broker_missing", "o")]
+    # B, the side that lacks broker-b, stops answering: A alone agrees with itself.
+    r2 = add(b_down, 10.0)
+    assert r2.report.findings == () and r2.resolved == () and r2.status == ExitStatus.PARTIAL
+    assert [((f.kind, f.topic), silent) for f, silent in r2.went_silent] == [(k, ("B",)) for k in kinds]
+    assert r2.unconfirmed == r2.went_silent
+    doc = r2.to_obj({})
+    assert [(f["kind"], f["silent"], f["lasted_s"]) for f in doc["unconfirmed"]] == [
+        (k, ["B"], 10.0) for k, _ in kinds]
+    assert doc["changes"]["unconfirmed"] == doc["unconfirmed"] and doc["changes"]["resolved"] == []
+    out = io.StringIO()
+    render_round(r2, out, tty=False)
+    text = out.getvalue()
+    assert "0 resolved, 0 ongoing, 3 unconfirmed (a server silent)" in text.splitlines()[0]
+    assert row(text, "unconfirmed", "o", "broker-b", "broker", "present on A; missing on B", "lasted 10 s; B silent")
+
+    r3 = add(b_down, 20.0)  # still silent: no change
+    assert (r3.went_silent, r3.resolved, r3.changes, len(r3.unconfirmed)) == ((), (), 0, 3)
+    # B answers again and still lacks broker-b: the same differences go on, from round 1.
+    r4 = add(lost, 30.0)
+    assert (r4.new, r4.resolved, r4.unconfirmed) == ((), (), ())
+    assert [r4.lasted(f) for f in r4.report.findings] == [30.0] * 3
+    # Silent again, then back and agreeing: resolved, having lasted from round 1.
+    add(b_down, 40.0)
+    r6 = add(agree, 50.0)
+    assert [((f.kind, f.topic), lasted) for f, lasted in r6.resolved] == [(k, 50.0) for k in kinds]
+    assert r6.status == ExitStatus.OK and r6.unconfirmed == ()
+
+
+def test_agreement_seen_by_a_server_of_each_side_resolves() -> None:
+    lost_b = view("B", {"o": route("broker-a")}, brokers=("broker-a",))
+    first = [view("A", {"o": route("broker-a", "broker-b")}), lost_b, view("C", {"o": route("broker-a", "broker-b")})]
+    # A (one of the majority) is down, but B now agrees with C: a real resolution.
+    then = [ServerView("A", error="refused"), view("B", {"o": route("broker-a", "broker-b")}), first[2]]
+    tracker = Tracker()
+    tracker.add(first, diff_views(first), started_wall=0.0, started=0.0, elapsed=0.1)
+    r2 = tracker.add(then, diff_views(then), started_wall=5.0, started=5.0, elapsed=0.1)
+    assert len(r2.resolved) == 3 and r2.unconfirmed == ()
 
 
 def test_exit_status_table() -> None:
