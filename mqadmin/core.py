@@ -240,11 +240,16 @@ def write_command(
     view: WriteView,
     *,
     detail: str = "",
+    check: Callable[[Context, Result], Awaitable[None]] | None = None,
 ) -> NoReturn:
-    """A one-request write: send to every name server at once, one line each, exit 0/1/3."""
+    """A one-request write: send to every name server at once, one line each, exit 0/1/3.
+    ``check`` may judge the answers as a whole (set the result's error or warnings)."""
 
     async def build(ctx: Context) -> Result:
         answers = await ctx.ask(send, request, detail=detail)
-        return Result(command, args, [Step.from_answers(request, WRITE, answers, view=view)])
+        result = Result(command, args, [Step.from_answers(request, WRITE, answers, view=view)])
+        if check is not None:
+            await check(ctx, result)
+        return result
 
     run(common, build)

@@ -76,7 +76,7 @@ JAVA_ROUTE_FORMAT = "%-45s %-32s %-50s %-10s %-11s %-5s\n"
 def java_addr_map(addrs: Mapping[str, str]) -> str:
     """``{0=10.0.0.1:10911, 1=10.0.0.2:10911}``: Java's ``HashMap<Long, String>.toString()``.
     Ids below the table size (16) iterate in ascending order, as every real group's do."""
-    return "{" + ", ".join(f"{bid}={addr}" for bid, addr in sorted(addrs.items(), key=lambda kv: int(kv[0]))) + "}"
+    return "{" + addrs_by_id(addrs) + "}"
 
 
 def java_route_list(data: Any) -> str:

@@ -17,9 +17,9 @@ from nameserver.protocol.codes import RequestCode as R
 from .. import views
 from ..client import NamesrvConnection
 from ..core import (Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, did_you_mean,
-                    required, run)
+                    required, write_command)
 from ..render import WriteView
-from ..result import WRITE, Result, Step
+from ..result import Result
 
 BrokerNameOpt = Annotated[str, typer.Option("-b", "--brokerName", help="Broker name (the group, not an address).",
                                             show_default=False)]
@@ -71,20 +71,19 @@ def _perm_write(
     async def send(conn: NamesrvConnection) -> dict[str, int]:
         return {field: await call(conn)}
 
-    async def build(ctx: Context) -> Result:
-        answers = await ctx.ask(send, request, detail=f"for broker {name!r}")
-        result = Result(command, {"broker_name": name}, [Step.from_answers(request, WRITE, answers, view=view)])
-        ok = [o for o in result.steps[0].outcomes if o.ok]
+    async def check(ctx: Context, result: Result) -> None:
+        outcomes = result.steps[0].outcomes
+        ok = [o for o in outcomes if o.ok]
         zero = [o.addr for o in ok if o.data[field] == 0]
         if zero and len(zero) == len(ok):
-            result.error = _no_topics(name, len(ok) < len(answers), await _known_brokers(ctx, zero))
+            result.error = _no_topics(name, len(ok) < len(outcomes), await _known_brokers(ctx, zero))
         elif zero:
             result.warnings.append(
                 f"broker {name!r} has no topics on {len(zero)} of the {len(ok)} name servers that answered: "
                 f"{', '.join(zero)} (their routes differ from the others'; see topicRoute or diff-namesrv)")
-        return result
 
-    run(common, build)
+    write_command(common, command, {"broker_name": name}, request, send, view, detail=f"for broker {name!r}",
+                  check=check)
 
 
 async def _known_brokers(ctx: Context, addrs: Sequence[str]) -> set[str] | None:
