@@ -17,7 +17,6 @@ from typing import Any, Iterator, NoReturn, Sequence, TextIO
 
 import orjson
 import typer
-import yaml
 
 from nameserver.protocol.bodies import ClusterInfo
 
@@ -27,12 +26,12 @@ from .core import Common, Environment, guard
 from .diff import STRATEGIES, ServerView, UnknownName, diff_views, unknown_names, with_suggestions
 from .diff_render import diagnostics, render_report, render_round
 from .diff_watch import Round, Tracker
+from .render import dump_yaml
 from .fanout import ask_all
 from .profiles import resolve
 
 #: config items that differ per server by design, left out of --config comparisons
 DEFAULT_IGNORED_CONFIG = ("bindAddress", "configStorePath", "kvConfigPath", "listenPort", "rocketmqHome")
-_YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 @dataclass(frozen=True)
@@ -146,8 +145,7 @@ def _emit(rnd: Round, options: DiffOptions, output: str, stdout: TextIO) -> None
         stdout.write(orjson.dumps(rnd.to_obj(options.args()), option=flags).decode() + "\n")
         stdout.flush()
     elif output == "yaml":
-        stdout.write(yaml.dump(rnd.to_obj(options.args()), Dumper=_YAML_DUMPER, sort_keys=False, allow_unicode=True,
-                               explicit_start=True))
+        stdout.write(dump_yaml(rnd.to_obj(options.args())))
         stdout.flush()
     elif watching:
         render_round(rnd, stdout, tty=stdout.isatty())

@@ -29,9 +29,11 @@ from .result import LOOKUP, PROBE, READ, WRITE, Group, Result, Step
 PIPE_WIDTH = 240
 
 
-class PlainYamlDumper(yaml.SafeDumper):
-    """No ``&id001`` anchors and ``*id001`` aliases: the agreed answer is the very object
-    each agreeing server's entry holds, and a reader (or ``yq``) wants it written out."""
+class PlainYamlDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Every ``-o yaml``: libyaml's emitter where installed (diff-namesrv's documents run
+    to megabytes), and no ``&id001`` anchors and ``*id001`` aliases. An agreed answer is
+    the very object each agreeing server's entry holds, and diff-namesrv shares impact
+    parts between topics; a reader (or ``yq``) wants them written out."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True

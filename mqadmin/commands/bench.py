@@ -41,8 +41,8 @@ def _emit(result: dict[str, Any], output: Output) -> None:
     if output == Output.json:
         print(json.dumps(result, indent=2))
     elif output == Output.yaml:
-        import yaml
-        print(yaml.safe_dump(result, sort_keys=False), end="")
+        from ..render import dump_yaml
+        print(dump_yaml(result), end="")
     else:
         table = Table(title=f"mqadmin bench {result['benchmark']}", show_header=True)
         table.add_column("figure")
