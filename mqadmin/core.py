@@ -55,9 +55,14 @@ OutputOpt = Annotated[Optional[Output], typer.Option(
     "-o", "--output", show_default=False, help="table (default), json or yaml.")]
 
 
+def is_seconds(value: float) -> bool:
+    """A duration option's rule: positive and finite (nan, inf, 0 and below are refused)."""
+    return math.isfinite(value) and value > 0
+
+
 def _seconds(value: Optional[float]) -> Optional[float]:
-    """--timeout: a positive, finite number of seconds (nan, inf, 0 and below are refused)."""
-    if value is not None and not (math.isfinite(value) and value > 0):
+    """--timeout's check, as a Typer callback."""
+    if value is not None and not is_seconds(value):
         raise typer.BadParameter(f"must be a positive number of seconds, got {value:g}")
     return value
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import time
 from dataclasses import dataclass
 from typing import Any, Iterator, NoReturn, Sequence, TextIO
@@ -22,7 +21,7 @@ from nameserver.protocol.bodies import ClusterInfo
 
 from .client import DEFAULT_TIMEOUT, NamesrvConnection
 from .collect import Progress, collect_views
-from .core import Common, Environment, guard
+from .core import Common, Environment, guard, is_seconds
 from .diff import STRATEGIES, ServerView, UnknownName, diff_views, unknown_names, with_suggestions
 from .diff_render import diagnostics, render_report, render_round
 from .diff_watch import Round, Tracker
@@ -55,7 +54,7 @@ class DiffOptions:
             raise typer.BadParameter(f"one of {', '.join(STRATEGIES)}", param_hint="'--strategy'")
         if self.concurrency < 1:
             raise typer.BadParameter("must be at least 1", param_hint="'--concurrency'")
-        if self.watch is not None and not (math.isfinite(self.watch) and self.watch > 0):
+        if self.watch is not None and not is_seconds(self.watch):
             raise typer.BadParameter("must be a positive number of seconds", param_hint="'--watch'")
         if self.count is not None and (self.count < 1 or self.watch is None):
             raise typer.BadParameter("needs --watch and must be at least 1", param_hint="'--count'")

@@ -219,8 +219,9 @@ def synth_history(
         raise typer.BadParameter(str(exc), param_hint="'--start'") from None
 
     def body() -> int:
-        if out.is_dir() and next_round(out):
-            error_line(f"{out} already holds captures (rounds up to {next_round(out) - 1:06d}); synth-history "
+        held = next_round(out) if out.is_dir() else 0
+        if held:
+            error_line(f"{out} already holds captures (rounds up to {held - 1:06d}); synth-history "
                        "writes a whole history: give a new or empty directory")
             return int(ExitStatus.ERROR)
         plan = SynthPlan(out, servers=servers, brokers=brokers, topics=topics, hours=hours, every=every, seed=seed,
