@@ -35,7 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mqadmin.pipeline.job import JobOptions, TABLES, job_conf, run, session_builder, temporary_conf  # noqa: E402
+from mqadmin.pipeline.job import JobOptions, TABLES, job_conf, run, temporary_conf  # noqa: E402
+from mqadmin.pipeline.session import Place, start  # noqa: E402
 from mqadmin.pipeline.synth import SynthPlan, synthesize  # noqa: E402
 
 
@@ -69,12 +70,10 @@ def main() -> int:
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--workdir", default=None, help="keep files here (default: a temporary directory)")
     args = parser.parse_args()
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="pipeline-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     per_round = rows_per_round(args, work)
-    spark = session_builder(args.master, app="pipeline-bench").config("spark.driver.memory", "4g").getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = start(Place(args.master), app="pipeline-bench")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"Spark {spark.version}, master {args.master}")
     print(f"history: {args.servers} servers, {args.brokers} brokers, {args.topics} topics, a capture every "

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -89,7 +89,15 @@ def analyze(
     captures: Annotated[Path, typer.Argument(help="Directory written by snapshot or synth-history.",
                                              show_default=False)],
     out: OutDirOpt,
-    master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
+    master: Annotated[Optional[str], typer.Option(
+        "--master", show_default=False,
+        help="Spark master URL: local[*] (default), local[N], spark://HOST:PORT, yarn, k8s://URL.")] = None,
+    remote: Annotated[Optional[str], typer.Option(
+        "--remote", show_default=False, help="Spark Connect server, sc://HOST:PORT (instead of --master).")] = None,
+    conf: Annotated[Optional[list[str]], typer.Option(
+        "--conf", metavar="KEY=VALUE", show_default=False,
+        help="Spark setting, as spark-submit's --conf (repeatable), e.g. spark.pyspark.python=/opt/py/bin/python "
+             "for the executors' Python.")] = None,
     consumers: Annotated[int, typer.Option("--consumers", min=1, help="Consumers per group for the impact.")] = 2,
     strategy: Annotated[Strategy, typer.Option(
         "--strategy", help="Consumers' queue allocation strategy (as diff-namesrv).")] = Strategy.averagely,
@@ -100,15 +108,34 @@ def analyze(
     replace: Annotated[bool, typer.Option(
         "--replace", help="Analyse into an OUT that holds the analysis of another captures directory "
                           "(its dates covered by this run are replaced).")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "-v", "--verbose", help="Spark's own log lines on stderr (otherwise in OUT/_spark.log).")] = False,
     traceback: TracebackOpt = False,
 ) -> None:
     """Analyse a capture history with Spark: Parquet tables routes, divergence, windows,
     brokers, broker_events, summary (and captures) under OUT, partitioned by date and
-    rewritten per date on a re-run; plus OUT/report.html."""
-    from ..pipeline import launch
-    from ..pipeline.job import JobOptions, NoCaptures, run, session_builder
-    from ..pipeline.times import parse_time
+    rewritten per date on a re-run; plus OUT/report.html. Runs locally, on a cluster
+    (--master) or through Spark Connect (--remote); the executors need none of our packages."""
+    missing = _missing_pipeline_packages()
+    if missing:
+        error_line(f"analyze needs {', '.join(missing)}: pip install 'mqadmin[pipeline]'")
+        raise typer.Exit(code=int(ExitStatus.ERROR))
+    from ..pipeline import launch, session
+    from ..pipeline.job import JobOptions, NoCaptures, run
     from ..pipeline.progress import StepProgress
+    from ..pipeline.times import parse_time
+
+    if master is not None and remote is not None:
+        raise typer.BadParameter("give --master or --remote, not both", param_hint="'--remote'")
+    if master is not None and not session.MASTER.fullmatch(master):
+        raise typer.BadParameter(f"{master!r} is not a Spark master URL (local, local[N], local[*], "
+                                 "spark://HOST:PORT, yarn, k8s://URL)", param_hint="'--master'")
+    if remote is not None and not session.REMOTE.fullmatch(remote):
+        raise typer.BadParameter(f"{remote!r} is not a Spark Connect URL (sc://HOST:PORT)", param_hint="'--remote'")
+    try:
+        settings = session.parse_conf(conf or [])
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="'--conf'") from None
 
     def body() -> int:
         try:
@@ -119,9 +146,6 @@ def analyze(
             raise typer.BadParameter(str(exc)) from None
         if opts.from_ms is not None and opts.to_ms is not None and opts.from_ms >= opts.to_ms:
             raise typer.BadParameter(f"--from ({from_}) must be before --to ({to})", param_hint="'--from'")
-        if not launch.MASTER.fullmatch(master):
-            raise typer.BadParameter(f"{master!r} is not a Spark master URL (local, local[N], local[*], "
-                                     "spark://HOST:PORT, yarn, k8s://URL)", param_hint="'--master'")
         if not captures.is_dir():
             error_line(f"no such directory: {captures}")
             return int(ExitStatus.ERROR)
@@ -138,19 +162,26 @@ def analyze(
                        "both cover: give another --out, or --replace")
             return int(ExitStatus.ERROR)
         launch.record_source(out, captures)
-        if master.startswith("local"):
-            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no lookup of this host's name
+        place = session.Place(master=None if remote else (master or "local[*]"), remote=remote, conf=settings,
+                              log=None if verbose or remote else out / session.LOG_NAME)
+        see_log = f" (Spark's log: {place.log})" if place.log else ""
+        if not verbose:  # PySpark's own advice (Connect's client warns as the JVM logs): not ours to print
+            warnings.filterwarnings("ignore", module=r"pyspark(\.|$)")
         from pyspark.sql import SparkSession
 
-        existing = SparkSession.getActiveSession()
+        existing = None if remote else SparkSession.getActiveSession()
+        _echo(f"analyze: starting Spark ({place.describe()})")
         try:
-            spark = existing or (session_builder(master).config("spark.driver.memory", "4g").getOrCreate())
-        except Exception as exc:  # JVM gone, master unreachable: Spark's own lines are above
-            error_line(f"cannot start Spark with --master {master}: {launch.first_line(exc)}")
+            if existing is not None:
+                spark = existing
+                session.ship(spark)
+            else:
+                spark = session.start(place)
+        except Exception as exc:  # no Java, JVM gone, master or server unreachable
+            error_line(f"cannot start Spark with {place.describe()}: {launch.first_line(exc)}{see_log}")
             return int(ExitStatus.ERROR)
-        spark.sparkContext.setLogLevel("ERROR")
         started = time.perf_counter()
-        progress = StepProgress(spark.sparkContext.statusTracker(), prefix="analyze: ", tty=sys.stderr.isatty())
+        progress = StepProgress(session.task_counter(spark), prefix="analyze: ", tty=sys.stderr.isatty())
         stop = launch.CancelOnSigint(spark, _echo)
 
         def step(text: str) -> None:
@@ -164,9 +195,12 @@ def analyze(
         except NoCaptures as exc:
             error_line(str(exc))
             return int(ExitStatus.ERROR)
-        except (Exception, KeyboardInterrupt):
+        except (Exception, KeyboardInterrupt) as exc:
             if not stop.requested:
-                raise
+                if traceback or not isinstance(exc, Exception):
+                    raise
+                error_line(f"analyze failed with {place.describe()}: {launch.first_line(exc)}{see_log}")
+                return int(ExitStatus.ERROR)
             result = None  # Ctrl-C: the Spark job under way was cancelled, or the next step not begun
         finally:
             if existing is None:
@@ -186,6 +220,16 @@ def analyze(
         return int(ExitStatus.OK)
 
     raise typer.Exit(code=guard(body, traceback=traceback))
+
+
+#: What analyze imports beyond the name server's dependencies (the 'pipeline' extra).
+PIPELINE_PACKAGES = ("pyspark", "pyarrow", "pandas", "numpy", "plotly")
+
+
+def _missing_pipeline_packages() -> list[str]:
+    import importlib.util
+
+    return [name for name in PIPELINE_PACKAGES if importlib.util.find_spec(name) is None]
 
 
 def synth_history(

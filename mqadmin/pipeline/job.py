@@ -1,9 +1,10 @@
 """``mqadmin analyze``: the PySpark job from capture files to Parquet tables and a report.
 
-Also runnable with ``spark-submit`` (the package must be importable on the executors:
-installed there, or shipped with ``--py-files``)::
+Also runnable with ``spark-submit``; the executors need nothing of ours (session.py)::
 
-    spark-submit --master spark://host:7077 mqadmin/pipeline/job.py CAPTURES --out OUT
+    python -m mqadmin.pipeline.session mqadmin-job.zip
+    spark-submit --master spark://host:7077 --py-files mqadmin-job.zip \
+        mqadmin/pipeline/job.py CAPTURES --out OUT
 
 Steps (stderr says which one runs):
 
@@ -24,9 +25,9 @@ the file also runs as a script under spark-submit.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
+import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +40,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from mqadmin.diff import STRATEGIES
-from mqadmin.pipeline import flatten, per_round, tables
+from mqadmin.pipeline import flatten, per_round, session, tables
 from mqadmin.pipeline.progress import StepProgress
 from mqadmin.pipeline.times import parse_time
 
@@ -66,23 +67,6 @@ class JobResult:
     counts: dict[str, int] = field(default_factory=dict)
     dates: list[str] = field(default_factory=list)
     report: Path | None = None
-
-
-def session_builder(master: str | None = None, app: str = "mqadmin-analyze") -> SparkSession.Builder:
-    """Builder with the settings the job relies on (dynamic overwrite, UTC, no console
-    progress bar). ``master`` None leaves it to spark-submit (or local[*])."""
-    builder = SparkSession.builder.appName(app)
-    if master:
-        builder = builder.master(master)
-    if master and master.startswith("local"):
-        # The default 200 shuffle partitions make every small shuffle (there are many)
-        # cost 200 outputs per task; a few per core is plenty on one machine.
-        builder = builder.config("spark.sql.shuffle.partitions", str(max(4, 4 * (os.cpu_count() or 1))))
-    return (builder
-            .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
-            .config("spark.sql.session.timeZone", "UTC")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
 
 
 def configure(spark: SparkSession) -> None:
@@ -112,7 +96,7 @@ def job_conf(spark: SparkSession) -> dict[str, str]:
     """
     return {
         "spark.sql.execution.arrow.maxRecordsPerBatch": "8",
-        "spark.sql.files.minPartitionNum": str(4 * spark.sparkContext.defaultParallelism),
+        "spark.sql.files.minPartitionNum": str(4 * session.default_parallelism(spark)),
         "spark.sql.optimizer.plannedWrite.enabled": "false",
         "spark.sql.maxConcurrentOutputFileWriters": "8",
     }
@@ -138,40 +122,54 @@ def _write(df: DataFrame, out: str, name: str, schemas: dict[str, StructType], c
     """Write table ``name``, first removing its partitions of the dates in ``clear``
     (the dates the run covers, once known: see _clear)."""
     if clear:
-        _clear(df.sparkSession, out, name, clear)
+        _clear(df, f"{out}/{name}", clear)
     df.write.mode("overwrite").partitionBy("date").parquet(f"{out}/{name}")
-    if clear and not _partitions(df.sparkSession, f"{out}/{name}"):
+    if clear and not _readable(df.sparkSession, f"{out}/{name}"):
         # No row at all (a quiet history has no window): a file with the schema and no
         # row, in a date this run owns, so that spark.read.parquet(table) still works.
         df.limit(0).drop("date").write.mode("overwrite").parquet(f"{out}/{name}/date={clear[0]}")
     schemas[name] = df.schema
 
 
-def _clear(spark: SparkSession, out: str, name: str, dates: Sequence[str]) -> None:
-    """Remove the partitions of ``dates`` from table ``name`` before it is written.
+def _clear(df: DataFrame, table: str, dates: Sequence[str]) -> None:
+    """Remove the partitions of ``dates`` from ``table`` before ``df`` is written to it.
 
     Dynamic overwrite replaces only the partitions the new rows fall in, so a date this
     run covers but finds nothing for (no window left after --from, no broker event)
     would keep the rows of an earlier run. Through Hadoop's FileSystem, so OUT may be
-    any filesystem Spark writes to."""
-    fs, root = _hadoop_path(spark, f"{out}/{name}")
-    for date in dates:
-        fs.delete(root.suffix(f"/date={date}"), True)
+    any filesystem Spark writes to; over Spark Connect, which has no JVM on this side,
+    by a static-partition INSERT OVERWRITE of no rows, which Spark does by deleting the
+    partition."""
+    spark = df.sparkSession
+    if not session.is_connect(spark):
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None
+        root = jvm.org.apache.hadoop.fs.Path(table)
+        fs = root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        for date in dates:
+            fs.delete(root.suffix(f"/date={date}"), True)
+        return
+    if not _readable(spark, table):
+        return  # nothing written there yet
+    name = f"mqadmin_clear_{uuid.uuid4().hex}"
+    location = table.replace("\\", "\\\\").replace("'", "\\'")
+    spark.sql(f"CREATE TABLE {name} USING parquet LOCATION '{location}'")
+    try:
+        spark.createDataFrame([], spark.table(name).drop("date").schema).createOrReplaceTempView(f"{name}_none")
+        for date in dates:
+            spark.sql(f"INSERT OVERWRITE TABLE {name} PARTITION (date = '{date}') SELECT * FROM {name}_none")
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")  # an external table: its files stay
+        spark.catalog.dropTempView(f"{name}_none")
 
 
-def _hadoop_path(spark: SparkSession, path: str) -> tuple[Any, Any]:
-    """(Hadoop FileSystem, Path) of ``path``, through the session's JVM."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    hpath = jvm.org.apache.hadoop.fs.Path(path)
-    return hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hpath
-
-
-def _partitions(spark: SparkSession, table: str) -> int:
-    """How many date partitions ``table`` has on disk."""
-    fs, pattern = _hadoop_path(spark, f"{table}/date=*")
-    found = fs.globStatus(pattern)
-    return 0 if found is None else len(found)
+def _readable(spark: SparkSession, table: str) -> bool:
+    """Whether ``spark.read.parquet(table)`` finds a schema (some file of the table)."""
+    try:
+        spark.read.parquet(table).schema
+    except Exception:  # Spark's AnalysisException, classic or Connect: no file, no table
+        return False
+    return True
 
 
 def _read(spark: SparkSession, out: str, name: str, dates: Sequence[str], schemas: dict[str, StructType]
@@ -308,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mqadmin-analyze", description=__doc__.split("\n\n")[0])
     parser.add_argument("captures")
     parser.add_argument("--out", required=True)
-    parser.add_argument("--master", default=None)
+    parser.add_argument("--master", default=None, help="default: spark-submit's")
     parser.add_argument("--consumers", type=int, default=2)
     parser.add_argument("--strategy", default="averagely", choices=sorted(STRATEGIES))
     parser.add_argument("--from", dest="from_", default=None)
@@ -318,9 +316,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     opts = JobOptions(args.captures, args.out, args.consumers, args.strategy,
                       None if args.from_ is None else parse_time(args.from_),
                       None if args.to is None else parse_time(args.to), not args.no_report)
-    spark = session_builder(args.master).getOrCreate()
+    # Under spark-submit the master, the executors' Python and the logging are its own;
+    # the job only ships its code (already there with --py-files: session.code_archive).
+    spark = session.start(session.Place(master=args.master, log=None))
     try:
-        with StepProgress(spark.sparkContext.statusTracker(), prefix="", tty=sys.stderr.isatty()) as progress:
+        with StepProgress(session.task_counter(spark), prefix="", tty=sys.stderr.isatty()) as progress:
             result = run(spark, opts, echo=progress.step)
     finally:
         spark.stop()

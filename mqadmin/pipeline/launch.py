@@ -5,17 +5,13 @@ JVM starts, and Ctrl-C stops the job without py4j's tracebacks."""
 from __future__ import annotations
 
 import os
-import re
 import signal
 import threading
 from pathlib import Path
 from typing import Any, Callable
 
 from .schema import SUFFIX, in_round_directory
-
-#: The master URLs Spark itself accepts (checked here, before a JVM is started for nothing).
-MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|spark://\S+|yarn|k8s://\S+")
-
+from .session import cancel_all
 
 def has_captures(captures: Path) -> bool:
     """Whether any capture file sits in a round directory (NNNNNN/) under ``captures``:
@@ -69,7 +65,7 @@ class CancelOnSigint:
 
     def _cancel(self) -> None:
         try:
-            self.spark.sparkContext.cancelAllJobs()
+            cancel_all(self.spark)
         except Exception:  # the session is going away anyway
             pass
 

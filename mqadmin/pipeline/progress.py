@@ -1,5 +1,6 @@
 """Progress of the Spark job for the person waiting on it: the step under way and how
-many tasks of its running stages are done, read from Spark's status tracker.
+many tasks of its running stages are done, read from Spark's status tracker (or, over
+Spark Connect, from the progress the server sends: session.task_counter).
 
 A 24-hour history takes minutes to analyse, most of it inside one step; step names alone
 leave the operator wondering whether it hangs. On a terminal one line is rewritten in
@@ -33,11 +34,12 @@ def to_stderr(text: str) -> None:
 
 class StepProgress:
     """``step`` is the job's echo callback (it prints the step line and restarts the
-    clock); used as a context manager it polls the tracker on a daemon thread."""
+    clock); used as a context manager it polls ``counts`` (session.task_counter) on a
+    daemon thread."""
 
-    def __init__(self, tracker: Any, write: Callable[[str], None] = to_stderr, *, prefix: str, tty: bool,
+    def __init__(self, counts: Callable[[], tuple[int, int] | None], write: Callable[[str], None] = to_stderr, *, prefix: str, tty: bool,
                  every: float | None = None) -> None:
-        self._tracker = tracker
+        self._counts = counts
         self._write = write
         self._prefix = prefix
         self._tty = tty
@@ -74,7 +76,7 @@ class StepProgress:
     def _poll(self) -> None:
         while not self._stop.wait(self._every):
             try:
-                counts = task_counts(self._tracker)
+                counts = self._counts()
             except Exception:  # the session is stopping; progress is optional
                 return
             with self._lock:

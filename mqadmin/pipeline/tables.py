@@ -21,6 +21,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from mqadmin.pipeline import rules
+from mqadmin.pipeline.session import computed_once
 
 OUTCOME_SPARK: StructType = from_arrow_schema(rules.OUTCOME)
 
@@ -282,7 +283,7 @@ def broker_events(pres: DataFrame, rounds_df: DataFrame) -> DataFrame:
         F.when(F.col("state") == "all", "appear").otherwise("disappear").alias("kind"),
         (F.col("state") == "all").alias("final"), F.col("start_ms").alias("converged_ms"))
     # Small (one row per event), and read three times below.
-    events = episodes.unionByName(direct).localCheckpoint()
+    events = computed_once(episodes.unionByName(direct))
     # Per server: the first round from which it showed the final state for good.
     bad = (pres.alias("p").join(events.alias("e"), (F.col("p.broker") == F.col("e.broker"))
                                 & F.col("p.seq").between(F.col("e.start_seq"), F.col("e.end_seq")))

@@ -3,7 +3,6 @@ is active), and the helpers that write capture histories by hand."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -31,16 +30,11 @@ def write_history(out: Path, rounds: Sequence[Sequence[ServerView]], *, start_ms
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from mqadmin.pipeline.job import session_builder
+    from mqadmin.pipeline.session import Place, start
 
-    session = (session_builder("local[2]", app="mqadmin-tests")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.adaptive.coalescePartitions.initialPartitionNum", "2")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
+    session = start(Place("local[2]", conf={
+        "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", "spark.driver.memory": "2g",
+        "spark.sql.adaptive.coalescePartitions.initialPartitionNum": "2"}), app="mqadmin-tests")
     yield session
     session.stop()
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from mqadmin.pipeline.progress import StepProgress, task_counts
+from mqadmin.pipeline.progress import StepProgress
+from mqadmin.pipeline.session import task_counter
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 
@@ -19,10 +20,10 @@ def test_steps_and_task_counts_of_a_running_job(spark: Any, tmp_path: Any) -> No
 
     synthesize(SynthPlan(tmp_path / "captures", servers=2, brokers=4, topics=30, hours=0.5, every=300))
     written: list[str] = []
-    tracker = spark.sparkContext.statusTracker()
-    with StepProgress(tracker, written.append, prefix="analyze: ", tty=False, every=0.02) as progress:
+    counts = task_counter(spark)
+    with StepProgress(counts, written.append, prefix="analyze: ", tty=False, every=0.02) as progress:
         run(spark, JobOptions(str(tmp_path / "captures"), str(tmp_path / "out"), report=False), echo=progress.step)
-    assert task_counts(tracker) is None  # nothing runs once the job is over
+    assert counts() is None  # nothing runs once the job is over
     text = "".join(written)
     steps = [line for line in text.splitlines() if not line.startswith("analyze:   ")]
     assert steps[0] == "analyze: ingest: reading captures, comparing servers round by round"
@@ -30,14 +31,15 @@ def test_steps_and_task_counts_of_a_running_job(spark: Any, tmp_path: Any) -> No
     counts = re.findall(r"^analyze:   (\d+)/(\d+) tasks, (\d+) s$", text, re.M)
     assert counts, text
     assert all(0 <= int(done) <= int(total) for done, total, _ in counts)
-    # A log gets a line only when the count moved.
-    lines = [line for line in text.splitlines() if line.startswith("analyze:   ")]
-    assert all(a != b for a, b in zip(lines, lines[1:]))
+    # A log gets a line only when the count moved (within a step: a step line restarts).
+    for block in re.split(r"^analyze: \S.*$", text, flags=re.M):
+        lines = [line for line in block.splitlines() if line.startswith("analyze:   ")]
+        assert all(a != b for a, b in zip(lines, lines[1:])), block
 
 
 def test_terminal_line_is_rewritten_and_cleared(spark: Any) -> None:
     written: list[str] = []
-    with StepProgress(spark.sparkContext.statusTracker(), written.append, prefix="x: ", tty=True,
+    with StepProgress(task_counter(spark), written.append, prefix="x: ", tty=True,
                       every=0.02) as progress:
         progress.step("counting")
         spark.range(0, 3_000_000, numPartitions=4).selectExpr("sum(id * id)").collect()

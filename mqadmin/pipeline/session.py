@@ -1,0 +1,292 @@
+"""Where ``analyze`` runs Spark, and how the job's own code gets to Spark's Python workers.
+
+Three places, one job:
+
+* local (``--master local[*]``): the driver JVM is a child of this process. Spark starts
+  its Python workers with ``PYSPARK_PYTHON``, or whatever ``python3`` is first on PATH,
+  which on most machines cannot import our packages; the workers here run on this
+  process's own interpreter unless the user named another;
+* a cluster (``--master spark://…``, ``yarn``, ``k8s://…``, or ``spark-submit``): executors
+  have their own Python, with pyspark (Spark ships it), pyarrow and a few libraries
+  (``EXECUTOR_REQUIREMENTS``), and nothing of ours;
+* Spark Connect (``--remote sc://HOST:PORT``): a thin client; the server's Python runs the
+  job's functions and has, again, nothing of ours.
+
+In every case the job ships its code the way Spark documents for Python dependencies: a
+zip of our packages added to the session (``addPyFile``; ``addArtifacts(pyfile=True)``
+over Connect), which Spark puts on every worker's ``sys.path``.
+
+Spark's own output (log4j banners, "SparkUI could not bind", Python worker stderr) goes to
+a log file beside the tables unless ``--verbose``: the driver JVM inherits this process's
+stderr when it starts, so stderr is pointed at the log file for exactly that moment.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import zipfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from .progress import task_counts
+
+#: What an executor's Python needs besides Spark's own pyspark (README, "Spark anywhere";
+#: tests/pipeline/test_anywhere.py builds a worker venv from exactly this list).
+EXECUTOR_REQUIREMENTS = ("pyarrow>=18", "numpy>=1.24", "msgpack>=1.0", "orjson>=3.8")
+#: Our packages the workers import (the zip holds every module of both).
+PACKAGES = ("mqadmin", "nameserver")
+
+#: The master URLs Spark itself accepts (checked before a JVM is started for nothing).
+MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|spark://\S+|yarn|k8s://\S+")
+#: A Spark Connect endpoint.
+REMOTE = re.compile(r"sc://[^/\s:]+(:\d+)?(/;?\S*)?")
+
+#: Spark's log file in OUT (``_``: Spark skips it when it reads OUT's tables).
+LOG_NAME = "_spark.log"
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where the job runs: ``master`` (a Spark master URL) or ``remote`` (Spark Connect)."""
+
+    master: str | None = "local[*]"
+    remote: str | None = None
+    conf: dict[str, str] = field(default_factory=dict)
+    #: Spark's own output goes here unless None (then it stays on stderr).
+    log: Path | None = None
+
+    @property
+    def local(self) -> bool:
+        """A local master (None: spark-submit's choice, which this process cannot see)."""
+        return self.remote is None and self.master is not None and self.master.startswith("local")
+
+    def describe(self) -> str:
+        return f"--remote {self.remote}" if self.remote else f"--master {self.master or 'local[*]'}"
+
+
+def parse_conf(items: list[str]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` items, as spark-submit takes them; ValueError names the bad one."""
+    conf: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{item!r} is not KEY=VALUE")
+        conf[key.strip()] = value
+    return conf
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no JVM, no SparkContext here)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def worker_python(place: Place) -> str | None:
+    """The interpreter Spark's Python workers should run, to be put in PYSPARK_PYTHON before
+    the session starts (PySpark reads only that variable); None leaves Spark's choice.
+
+    ``--conf spark.pyspark.python`` wins (spark-submit honours it the same way), then the
+    user's PYSPARK_PYTHON; a local master gets this very interpreter, which has our
+    packages and their dependencies, whatever ``python3`` on PATH is.
+    """
+    if "spark.pyspark.python" in place.conf:
+        return place.conf["spark.pyspark.python"]
+    if os.environ.get("PYSPARK_PYTHON"):
+        return None
+    return sys.executable if place.local else None
+
+
+def builder(place: Place, app: str = "mqadmin-analyze") -> Any:
+    """A SparkSession builder with the settings the job relies on (dynamic partition
+    overwrite, UTC, no console progress bar), then ``place.conf`` on top."""
+    from pyspark.sql import SparkSession
+
+    b = SparkSession.builder
+    if place.remote:
+        b = b.remote(place.remote)
+    else:
+        b = b.appName(app)
+        if place.master:
+            b = b.master(place.master)
+        if place.local:
+            # The default 200 shuffle partitions make every small shuffle (there are many)
+            # cost 200 outputs per task; a few per core is plenty on one machine. Nobody
+            # opens the web UI of a one-off command; it costs start-up time and a port.
+            b = (b.config("spark.sql.shuffle.partitions", str(max(4, 4 * (os.cpu_count() or 1))))
+                 .config("spark.ui.enabled", "false"))
+        b = b.config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "4g")
+    b = (b.config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+    for key, value in place.conf.items():
+        b = b.config(key, value)
+    return b
+
+
+def start(place: Place, app: str = "mqadmin-analyze") -> Any:
+    """A session at ``place`` with our code shipped to its workers.
+
+    Raises whatever Spark raises when it cannot start (the caller makes one line of it).
+    """
+    python = worker_python(place)
+    if python:
+        os.environ["PYSPARK_PYTHON"] = python
+    if place.local:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no lookup of this host's name
+    with _stderr_to(None if place.remote else place.log):
+        spark = builder(place, app).getOrCreate()
+    if not is_connect(spark):
+        spark.sparkContext.setLogLevel("WARN" if place.log is not None else "ERROR")
+    ship(spark)
+    return spark
+
+
+@contextmanager
+def _stderr_to(path: Path | None) -> Iterator[None]:
+    """File descriptor 2 points at ``path`` for the block: a JVM started in it keeps
+    writing there (log4j, the JDK's warnings, Python workers' stderr) for its life."""
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(path, "ab") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+# ------------------------------------------------------------------ shipping code ----
+
+_archive_lock = threading.Lock()
+_archive: Path | None = None
+
+
+def code_archive() -> Path:
+    """A zip of our packages for Spark's Python path, built once per process.
+
+    Packages imported from a zip already (``spark-submit --py-files``) are shipped as that
+    zip. The file lives as long as the process: Spark serves it to executors from here.
+    """
+    global _archive
+    with _archive_lock:
+        if _archive is not None and _archive.exists():
+            return _archive
+        import mqadmin
+
+        root = Path(mqadmin.__file__).resolve().parent.parent
+        if not (root / "mqadmin").is_dir():  # imported from an archive: ship that one
+            _archive = _containing_file(Path(mqadmin.__file__))
+            return _archive
+        folder = Path(tempfile.mkdtemp(prefix="mqadmin-job-"))
+        atexit.register(shutil.rmtree, folder, True)
+        path = folder / "mqadmin-job.zip"
+        write_archive(root, path)
+        _archive = path
+        return path
+
+
+def write_archive(root: Path, path: Path) -> Path:
+    """Every module of PACKAGES under ``root`` into the zip ``path`` (nothing compiled)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for package in PACKAGES:
+            for file in sorted((root / package).rglob("*.py")):
+                if "__pycache__" not in file.parts:
+                    zf.write(file, file.relative_to(root).as_posix())
+    return path
+
+
+def _containing_file(path: Path) -> Path:
+    for parent in path.parents:
+        if parent.is_file():
+            return parent
+    raise FileNotFoundError(f"no archive holds {path}")
+
+
+def ship(spark: Any) -> None:
+    """Put our code on the Python path of every worker of ``spark``."""
+    archive = str(code_archive())
+    if is_connect(spark):
+        spark.addArtifacts(archive, pyfile=True)
+    else:
+        spark.sparkContext.addPyFile(archive)
+
+
+# ------------------------------------------------------- what differs over Connect ----
+
+
+def cancel_all(spark: Any) -> None:
+    """Stop every running Spark job of this session (Ctrl-C)."""
+    if is_connect(spark):
+        spark.interruptAll()
+    else:
+        spark.sparkContext.cancelAllJobs()
+
+
+def task_counter(spark: Any) -> Callable[[], tuple[int, int] | None]:
+    """A function giving (completed, total) tasks of the running stages, or None when none
+    runs: from the status tracker here, from the progress Connect sends otherwise."""
+    if not is_connect(spark):
+        tracker = spark.sparkContext.statusTracker()
+        return lambda: task_counts(tracker)
+    latest: list[tuple[int, int] | None] = [None]
+
+    def handler(stages: Any, inflight_tasks: int, operation_id: str | None, done: bool) -> None:
+        done_tasks = total = 0
+        for stage in stages or ():
+            done_tasks += stage.num_completed_tasks
+            total += stage.num_tasks
+        latest[0] = None if done or not total else (done_tasks, total)
+
+    if hasattr(spark, "registerProgressHandler"):  # Spark 4.0 and later
+        spark.registerProgressHandler(handler)
+    return lambda: latest[0]
+
+
+def computed_once(df: Any) -> Any:
+    """``df`` computed once for the several reads that follow: a local checkpoint, which
+    also cuts the plan; over Connect a cache, since the client cannot build the checkpoint
+    command of a deep plan (the Python protobuf runtime parses it with a depth limit of 100)."""
+    if is_connect(df.sparkSession):
+        from pyspark import StorageLevel
+
+        return df.persist(StorageLevel.MEMORY_AND_DISK)
+    return df.localCheckpoint()
+
+
+def default_parallelism(spark: Any) -> int:
+    """Cores the job can count on: the context's figure, or over Connect the configured
+    one (the client cannot ask the cluster), else 8."""
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    value = spark.conf.get("spark.default.parallelism", None)
+    return int(value) if value and value.isdigit() else 8
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m mqadmin.pipeline.session FILE.zip``: the archive for ``spark-submit
+    --py-files`` (the driver imports the job from it too)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m mqadmin.pipeline.session FILE.zip", file=sys.stderr)
+        return 2
+    import mqadmin
+
+    path = write_archive(Path(mqadmin.__file__).resolve().parent.parent, Path(args[0]))
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
