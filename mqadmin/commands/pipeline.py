@@ -149,7 +149,8 @@ def analyze(
         if not captures.is_dir():
             error_line(f"no such directory: {captures}")
             return int(ExitStatus.ERROR)
-        if not launch.has_captures(captures):
+        size = launch.capture_bytes(captures)
+        if size is None:
             error_line(f"no capture files under {captures} (snapshot writes {captures}/NNNNNN/HOST_PORT.msgpack)")
             return int(ExitStatus.ERROR)
         problem = launch.unwritable(out)
@@ -163,7 +164,8 @@ def analyze(
             return int(ExitStatus.ERROR)
         launch.record_source(out, captures)
         place = session.Place(master=None if remote else (master or "local[*]"), remote=remote, conf=settings,
-                              log=None if verbose or remote else out / session.LOG_NAME)
+                              log=None if verbose or remote else out / session.LOG_NAME,
+                              small=size <= session.SMALL_INPUT)
         see_log = f" (Spark's log: {place.log})" if place.log else ""
         if not verbose:  # PySpark's own advice (Connect's client warns as the JVM logs): not ours to print
             warnings.filterwarnings("ignore", module=r"pyspark(\.|$)")

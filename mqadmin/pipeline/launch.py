@@ -13,10 +13,12 @@ from typing import Any, Callable
 from .schema import SUFFIX, in_round_directory
 from .session import cancel_all
 
-def has_captures(captures: Path) -> bool:
-    """Whether any capture file sits in a round directory (NNNNNN/) under ``captures``:
-    the files the job reads (schema.in_round_directory)."""
-    return any(in_round_directory(p.as_posix()) and not p.name.startswith(".") for p in captures.rglob("*" + SUFFIX))
+def capture_bytes(captures: Path) -> int | None:
+    """Total size of the capture files in round directories (NNNNNN/) under ``captures``,
+    the files the job reads (schema.in_round_directory); None when there is none."""
+    sizes = [p.stat().st_size for p in captures.rglob("*" + SUFFIX)
+             if in_round_directory(p.as_posix()) and not p.name.startswith(".")]
+    return sum(sizes) if sizes else None
 
 
 def unwritable(out: Path) -> str | None:
