@@ -372,7 +372,8 @@ class TopicQueueMappingInfo:
     def from_obj(cls, obj: Any) -> "TopicQueueMappingInfo":
         what = "TopicQueueMappingInfo"
         obj = _obj(obj, what)
-        ids = _obj(obj.get("currIdMap") or {}, f"{what}.currIdMap")
+        raw_ids = obj.get("currIdMap")
+        ids = {} if raw_ids is None else _obj(raw_ids, f"{what}.currIdMap")
         try:
             id_map = {int(k): int(v) for k, v in ids.items() if v is not None}
         except (TypeError, ValueError):
