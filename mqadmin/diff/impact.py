@@ -98,7 +98,7 @@ def _logical_queues(route: RouteCanon) -> tuple[Queue, ...]:
     for _, scope, total, _, _, _, _ in route_mappings(route):
         if scope is not None:
             totals[scope] = max(totals.get(scope, 0), total)
-    out = []
+    out: list[Queue] = []
     for scope, total in totals.items():
         # TopicQueueMappingUtils.getMockBrokerName drops the global scope's leading "__"
         mock = LOGICAL_QUEUE_BROKER_PREFIX + (scope[2:] if scope == "__global__" else scope)

@@ -182,7 +182,7 @@ class RegisterBrokerBody:
         """The name server's decode: only what it keeps of each topic, without building a
         TopicConfig per topic (a fleet broker re-registers 10^4 topics at a time, and
         the objects were most of that time). Same validation as ``decode``."""
-        return RegisterBrokerBody.decode_queues_mapped(body, version)[:3]  # type: ignore[return-value]
+        return RegisterBrokerBody.decode_queues_mapped(body, version)[:3]
 
     @staticmethod
     def decode_queues_mapped(body: bytes, version: int) -> tuple[
