@@ -42,6 +42,9 @@ _WHAT: dict[str, Callable[[Finding], str]] = {
     Kind.TOPIC_SYS_FLAG: lambda f: "topicSysFlag",
     Kind.BROKER_ADDR: lambda f: f.subject,
     Kind.BROKER_CLUSTER: lambda f: "cluster",
+    Kind.ACTING_MASTER: lambda f: "enableActingMaster",
+    Kind.ZONE_NAME: lambda f: "zone",
+    Kind.QUEUE_MAPPING: lambda f: "static-topic mapping",
     Kind.KV_VALUE: lambda f: f"KV {f.subject}",
     Kind.CONFIG_VALUE: lambda f: f"config {f.subject}",
 }
@@ -49,6 +52,8 @@ _ABSENT = {
     Kind.ROUTE_MISSING: "TOPIC_NOT_EXIST", Kind.TOPIC_LIST_MISSING: "missing", Kind.BROKER_MISSING: "missing",
     Kind.MASTER_MISSING: "none", Kind.BROKER_ADDR: "none", Kind.KV_VALUE: "unset", Kind.CONFIG_VALUE: "unset",
     Kind.ORDER_TOPIC_CONF: "none", Kind.FILTER_SERVERS: "none", Kind.CLUSTER_MEMBERS: "no such cluster",
+    # 5.x: a server that does not keep the flag answers as a 4.x one (clients read false)
+    Kind.ACTING_MASTER: "false/absent", Kind.ZONE_NAME: "none", Kind.QUEUE_MAPPING: "none",
 }
 
 

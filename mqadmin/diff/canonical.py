@@ -12,10 +12,18 @@ are not tracked by it and they cache their hash for the memoised steps downstrea
 Canonical rows (JSON arrays in keys and in the hashed document):
 
 * QueueData  -> ``[brokerName, perm, readQueueNums, writeQueueNums, topicSysFlag]``
-* BrokerData -> ``[brokerName, cluster, [[brokerId, addr], ...]]`` (ids ascending)
+* BrokerData -> ``[brokerName, cluster, [[brokerId, addr], ...]]`` (ids ascending), and for a
+  group with 5.x fields ``[..., enableActingMaster, zoneName]`` (``true``/null, name/null)
 * route      -> ``[[QueueData rows], [BrokerData rows], [[brokerAddr, [filter servers]], ...],
-  orderTopicConf or null]``, every list sorted; no route (TOPIC_NOT_EXIST) -> ``null``
+  orderTopicConf or null]``, every list sorted; a static topic (5.x) appends
+  ``[[brokerName, scope, totalQueues, epoch, dirty, bname, [[logicId, physicalId], ...]], ...]``;
+  no route (TOPIC_NOT_EXIST) -> ``null``
 * cluster    -> ``[[BrokerData rows keyed by brokerAddrTable key], [[cluster, [brokerNames]], ...]]``
+
+The 5.x parts are appended only when present, so a 4.x fleet's keys and content hashes
+are what they were before 5.x fields existed. ``enableActingMaster`` false and absent are
+one value (clients default it to false; Java 5 writes false for a 4.x broker, 4.9.8
+nothing), and so are an empty and an absent mapping (clients test ``isEmpty``).
 """
 
 from __future__ import annotations
@@ -31,14 +39,30 @@ from nameserver.protocol.bodies import BrokerData, ClusterInfo, TopicRouteData
 from .model import ServerView
 
 QueueRow = tuple[str, int, int, int, int]
-BrokerRow = tuple[str, str, tuple[tuple[int, str], ...]]
-RouteCanon = tuple[tuple[QueueRow, ...], tuple[BrokerRow, ...], tuple[tuple[str, tuple[str, ...]], ...], str | None]
+#: ``(name, cluster, addrs)``, or ``(name, cluster, addrs, acting, zone)`` for 5.x fields
+BrokerRow = tuple[Any, ...]
+#: ``(brokerName, scope, totalQueues, epoch, dirty, bname, ((logicId, physicalId), ...))``
+MappingRow = tuple[str, str | None, int, int, bool, str | None, tuple[tuple[int, int], ...]]
+#: ``(queues, brokers, filters, orderTopicConf)``, plus ``mappings`` for a static topic
+RouteCanon = tuple[Any, ...]
 ClusterCanon = tuple[tuple[BrokerRow, ...], tuple[tuple[str, tuple[str, ...]], ...]]
 
 
 def _broker_row(name: str, broker: BrokerData) -> BrokerRow:
     addrs = broker.broker_addrs
-    return (name, broker.cluster, tuple(sorted(addrs.items())) if len(addrs) > 1 else tuple(addrs.items()))
+    row = (name, broker.cluster, tuple(sorted(addrs.items())) if len(addrs) > 1 else tuple(addrs.items()))
+    acting, zone = broker.enable_acting_master or None, broker.zone_name or None
+    return row if acting is None and zone is None else (*row, acting, zone)
+
+
+def broker_extras(row: BrokerRow) -> tuple[bool | None, str | None]:
+    """A canonical BrokerData row's (enableActingMaster, zoneName): None, None for 4.x."""
+    return (row[3], row[4]) if len(row) > 3 else (None, None)
+
+
+def route_mappings(route: RouteCanon) -> tuple[MappingRow, ...]:
+    """A canonical route's static-topic mapping rows; () for a topic without them."""
+    return route[4] if len(route) > 4 else ()
 
 
 def canonical_route(route: TopicRouteData | None) -> RouteCanon | None:
@@ -53,6 +77,11 @@ def canonical_route(route: TopicRouteData | None) -> RouteCanon | None:
     bds.sort()
     fst = route.filter_server_table
     filters = tuple(sorted((k, tuple(sorted(v))) for k, v in fst.items())) if fst else ()
+    mapping = route.topic_queue_mapping_by_broker
+    if mapping:
+        rows = tuple(sorted((name, m.scope, m.total_queues, m.epoch, m.dirty, m.bname, tuple(sorted(m.curr_id_map.items())))
+                            for name, m in mapping.items()))
+        return (tuple(qds), tuple(bds), filters, route.order_topic_conf, rows)
     return (tuple(qds), tuple(bds), filters, route.order_topic_conf)
 
 
@@ -66,18 +95,28 @@ def route_from_key(key: bytes | None) -> RouteCanon | None:
     """Inverse of ``route_key`` (JSON arrays back to tuples)."""
     if key is None:
         return None
-    qds, bds, filters, conf = orjson.loads(key)
-    return (
+    qds, bds, filters, conf, *mappings = orjson.loads(key)
+    route = (
         tuple((str(n), int(p), int(r), int(w), int(f)) for n, p, r, w, f in qds),
         tuple(_broker_row_from_json(b) for b in bds),
         tuple((str(addr), tuple(str(x) for x in servers)) for addr, servers in filters),
         None if conf is None else str(conf),
     )
+    if not mappings:
+        return route
+    return (*route, tuple((str(n), _opt(scope), int(total), int(epoch), bool(dirty), _opt(bname),
+                           tuple((int(k), int(v)) for k, v in ids))
+                          for n, scope, total, epoch, dirty, bname, ids in mappings[0]))
+
+
+def _opt(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _broker_row_from_json(row: Any) -> BrokerRow:
-    name, cluster, addrs = row
-    return (str(name), str(cluster), tuple((int(i), str(a)) for i, a in addrs))
+    name, cluster, addrs, *extras = row
+    base = (str(name), str(cluster), tuple((int(i), str(a)) for i, a in addrs))
+    return base if not extras else (*base, extras[0] or None, _opt(extras[1]))
 
 
 def canonical_cluster(info: ClusterInfo | None) -> ClusterCanon | None:

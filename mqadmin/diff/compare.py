@@ -9,6 +9,11 @@ Why findings look the way they do:
   also show up as a perm, two queue-count and an address finding.
 * brokerAddrs[0] absent on some servers is MASTER_MISSING rather than BROKER_ADDR because
   it changes client behaviour: producers skip a broker without a master (spec 8.3).
+* 5.x fields are compared per broker like the others: ``enableActingMaster`` ("true" or
+  absent; false and absent read the same to clients), ``zoneName`` (a server that lost it
+  drops the group from zone-mode clients' routes whenever the group has a master) and
+  the static-topic mapping (a server that lost it gives 5.x clients physical queues
+  instead of logical ones; the impact analysis shows the diverging queue lists).
 * KV keys of ORDER_TOPIC_CONFIG are topic names, so those findings carry the topic and
   are listed with the topic's route findings.
 
@@ -23,19 +28,25 @@ from typing import Collection, Iterable, Mapping, Sequence, TypeVar
 
 from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
 
-from .canonical import CanonicalView, ClusterCanon, RouteCanon, canonicalize, route_from_key
+from .canonical import (
+    BrokerRow, CanonicalView, ClusterCanon, MappingRow, RouteCanon, broker_extras, canonicalize, route_from_key,
+    route_mappings,
+)
 from .model import KINDS, PRESENT, Finding, Kind, ServerView, Value
 
 T = TypeVar("T")
 
 # Field keys of a broker: (rank, brokerId). Rank orders the findings of one broker.
-_PERM, _READ, _WRITE, _SYS_FLAG, _ADDR, _CLUSTER = range(6)
+_PERM, _READ, _WRITE, _SYS_FLAG, _ADDR, _CLUSTER, _ACTING, _ZONE, _MAPPING = range(9)
 _FIELDS: dict[int, tuple[str, str]] = {
     _PERM: (Kind.PERM, "perm"),
     _READ: (Kind.READ_QUEUE_NUMS, "readQueueNums"),
     _WRITE: (Kind.WRITE_QUEUE_NUMS, "writeQueueNums"),
     _SYS_FLAG: (Kind.TOPIC_SYS_FLAG, "topicSysFlag"),
     _CLUSTER: (Kind.BROKER_CLUSTER, "cluster"),
+    _ACTING: (Kind.ACTING_MASTER, "enableActingMaster"),
+    _ZONE: (Kind.ZONE_NAME, "zoneName"),
+    _MAPPING: (Kind.QUEUE_MAPPING, "topicQueueMappingByBroker"),
 }
 BrokerFields = dict[tuple[int, int], str]
 #: A finding without its topic: (kind, broker, subject, values).
@@ -122,12 +133,29 @@ def _add_if_differs(out: list[Finding], kind: str, topic: str | None, subject: s
 # ------------------------------------------------------------ cluster info ----
 
 
+def _group_fields(fields: BrokerFields, row: BrokerRow) -> None:
+    """A BrokerData row's fields; the 5.x ones only where a server has them, so that a
+    server that lost them shows the value "absent" against the others'."""
+    fields[(_CLUSTER, 0)] = row[1]
+    fields.update(((_ADDR, broker_id), addr) for broker_id, addr in row[2])
+    acting, zone = broker_extras(row)
+    if acting:
+        fields[(_ACTING, 0)] = "true"
+    if zone is not None:
+        fields[(_ZONE, 0)] = zone
+
+
+def _mapping_text(row: MappingRow) -> str:
+    """One broker's static-topic mapping as one comparable value."""
+    _, scope, total, epoch, dirty, bname, ids = row
+    return (f"bname={bname} scope={scope} totalQueues={total} epoch={epoch}{' dirty' if dirty else ''} "
+            f"ids={','.join(f'{k}:{v}' for k, v in ids)}")
+
+
 def _cluster_brokers(canon: ClusterCanon) -> dict[str, BrokerFields]:
     brokers: dict[str, BrokerFields] = {}
-    for name, cluster, addrs in canon[0]:
-        fields = brokers.setdefault(name, {})
-        fields[(_CLUSTER, 0)] = cluster
-        fields.update(((_ADDR, broker_id), addr) for broker_id, addr in addrs)
+    for row in canon[0]:
+        _group_fields(brokers.setdefault(row[0], {}), row)
     return brokers
 
 
@@ -164,10 +192,10 @@ def _route_brokers(route: RouteCanon) -> dict[str, BrokerFields]:
         brokers[name] = {
             (_PERM, 0): str(perm), (_READ, 0): str(read), (_WRITE, 0): str(write), (_SYS_FLAG, 0): str(sys_flag),
         }
-    for name, cluster, addrs in route[1]:
-        fields = brokers.setdefault(name, {})
-        fields[(_CLUSTER, 0)] = cluster
-        fields.update(((_ADDR, broker_id), addr) for broker_id, addr in addrs)
+    for row in route[1]:
+        _group_fields(brokers.setdefault(row[0], {}), row)
+    for mapping in route_mappings(route):
+        brokers.setdefault(mapping[0], {})[(_MAPPING, 0)] = _mapping_text(mapping)
     return brokers
 
 

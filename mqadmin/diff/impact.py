@@ -26,7 +26,7 @@ from typing import Callable, Mapping, Sequence
 from nameserver.protocol.bodies import TopicRouteData
 from nameserver.protocol.codes import MASTER_ID, PERM_READ, PERM_WRITE
 
-from .canonical import RouteCanon, canonical_route, route_from_key, route_key
+from .canonical import RouteCanon, canonical_route, route_from_key, route_key, route_mappings
 from .impact_model import (
     BrokerShare, ConsumerAssignment, ConsumerImpact, ProducerImpact, ProducerView, Queue, TopicImpact,
 )
@@ -86,9 +86,31 @@ def producer_queues(route: TopicRouteData | None) -> tuple[Queue, ...]:
     return _write_queues(canonical_route(route))
 
 
+#: 5.x MixAll.LOGICAL_QUEUE_MOCK_BROKER_PREFIX: the "broker" of a static topic's logical queues.
+LOGICAL_QUEUE_BROKER_PREFIX = "__syslo__"
+
+
+def _logical_queues(route: RouteCanon) -> tuple[Queue, ...]:
+    """A static topic's queues as 5.x clients see them (ClientMetadata.
+    topicRouteData2EndpointsForStaticTopic): per scope, logical ids 0 .. the largest
+    totalQueues - 1 under a mock broker name, whatever the physical queues are."""
+    totals: dict[str, int] = {}
+    for _, scope, total, _, _, _, _ in route_mappings(route):
+        if scope is not None:
+            totals[scope] = max(totals.get(scope, 0), total)
+    out: list[Queue] = []
+    for scope, total in totals.items():
+        # TopicQueueMappingUtils.getMockBrokerName drops the global scope's leading "__"
+        mock = LOGICAL_QUEUE_BROKER_PREFIX + (scope[2:] if scope == "__global__" else scope)
+        out.extend((mock, i) for i in range(total))
+    return tuple(sorted(out, key=lambda q: (q[1], q[0])))
+
+
 def _read_queues(route: RouteCanon | None) -> tuple[Queue, ...]:
     if route is None:
         return ()
+    if route_mappings(route):
+        return tuple(sorted(_logical_queues(route)))
     # A set, as Java's topicRouteData2TopicSubscribeInfo builds a HashSet.
     return tuple(sorted({(name, i) for name, perm, read, _, _ in route[0] if perm & PERM_READ for i in range(read)}))
 
@@ -98,10 +120,12 @@ def _write_queues(route: RouteCanon | None) -> tuple[Queue, ...]:
         return ()
     if route[3]:
         return _order_conf_queues(route[3])
+    if route_mappings(route):
+        return _logical_queues(route)  # sorted by queue id, as 5.x producers sort them
     # Java takes the first BrokerData of that name; a name server never sends two, and
     # the canonical form has lost list order, so "first" here is first in sorted order.
     masters: dict[str, bool] = {}
-    for name, _, addrs in route[1]:
+    for name, _, addrs, *_ in route[1]:
         masters.setdefault(name, any(broker_id == MASTER_ID for broker_id, _ in addrs))
     out: list[Queue] = []
     for name, perm, _, write, _ in route[0]:  # already sorted by broker name

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
+from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicQueueMappingInfo, TopicRouteData
 
 from .impact_model import TopicImpact
 
@@ -45,6 +45,9 @@ class Kind:
     TOPIC_SYS_FLAG = "topic_sys_flag"
     BROKER_ADDR = "broker_addr"  # brokerAddrs[id] differs (or is absent), id != 0 or all have a master
     BROKER_CLUSTER = "broker_cluster"  # BrokerData.cluster
+    ACTING_MASTER = "enable_acting_master"  # 5.x BrokerData.enableActingMaster ("true" or absent)
+    ZONE_NAME = "zone_name"  # 5.x BrokerData.zoneName: zone-mode clients' routes are filtered by it
+    QUEUE_MAPPING = "topic_queue_mapping"  # 5.x route's topicQueueMappingByBroker entry of one broker
     KV_VALUE = "kv_value"
     CONFIG_VALUE = "config_value"
 
@@ -54,7 +57,7 @@ KINDS: tuple[str, ...] = (
     Kind.CLUSTER_MEMBERS, Kind.TOPIC_LIST_MISSING, Kind.ROUTE_MISSING, Kind.ORDER_TOPIC_CONF,
     Kind.FILTER_SERVERS, Kind.BROKER_MISSING, Kind.MASTER_MISSING, Kind.PERM, Kind.READ_QUEUE_NUMS,
     Kind.WRITE_QUEUE_NUMS, Kind.TOPIC_SYS_FLAG, Kind.BROKER_ADDR, Kind.BROKER_CLUSTER,
-    Kind.KV_VALUE, Kind.CONFIG_VALUE,
+    Kind.ACTING_MASTER, Kind.ZONE_NAME, Kind.QUEUE_MAPPING, Kind.KV_VALUE, Kind.CONFIG_VALUE,
 )
 
 
@@ -120,12 +123,14 @@ class ServerView:
 
 
 def _route_from_obj(obj: Mapping[str, Any]) -> TopicRouteData:
-    otc = obj.get("orderTopicConf")
+    otc, tqm = obj.get("orderTopicConf"), obj.get("topicQueueMappingByBroker")
     return TopicRouteData(
         queue_datas=tuple(QueueData.from_obj(q) for q in obj.get("queueDatas") or ()),
         broker_datas=tuple(BrokerData.from_obj(b) for b in obj.get("brokerDatas") or ()),
         filter_server_table={str(k): tuple(v or ()) for k, v in (obj.get("filterServerTable") or {}).items()},
         order_topic_conf=None if otc is None else str(otc),
+        topic_queue_mapping_by_broker=None if tqm is None else {
+            str(k): TopicQueueMappingInfo.from_obj(v) for k, v in tqm.items()},
     )
 
 

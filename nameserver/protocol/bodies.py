@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 from .codes import VERSION_V3_0_11
 from .errors import BodyDecodeError
 from .fastjson import dumps_long_key_map, dumps_plain, dumps_str, lenient_loads
+from .javahash import hashmap_order
 
 
 def _load(body: bytes, what: str) -> Any:
@@ -150,6 +151,8 @@ class RegisterBrokerBody:
     data_version: DataVersion = field(default_factory=DataVersion)
     topic_configs: Mapping[str, TopicConfig] = field(default_factory=dict)
     filter_server_list: Sequence[str] = ()
+    #: 5.x static topics (``topicQueueMappingInfoMap``): topic -> this broker's mapping.
+    topic_queue_mapping_info: Mapping[str, "TopicQueueMappingInfo"] = field(default_factory=dict)
 
     def encode(self) -> bytes:
         """RegisterBrokerBody JSON as a 4.9.8 broker sends it."""
@@ -166,11 +169,12 @@ class RegisterBrokerBody:
     def decode(cls, body: bytes, version: int) -> "RegisterBrokerBody":
         """Decode by the request's version: below V3_0_11 (37) the body is a bare
         TopicConfigSerializeWrapper, as in Java's processor. No body = zero topics."""
-        data_version, table, filters = _register_parts(body, version)
+        data_version, table, filters, mappings = _register_parts(body, version)
         return cls(
             data_version=data_version,
             topic_configs={name: TopicConfig.from_obj(name, tc) for name, tc in table.items()},
             filter_server_list=filters,
+            topic_queue_mapping_info=_mapping_infos(mappings),
         )
 
     @staticmethod
@@ -178,7 +182,13 @@ class RegisterBrokerBody:
         """The name server's decode: only what it keeps of each topic, without building a
         TopicConfig per topic (a fleet broker re-registers 10^4 topics at a time, and
         the objects were most of that time). Same validation as ``decode``."""
-        data_version, table, filters = _register_parts(body, version)
+        return RegisterBrokerBody.decode_queues_mapped(body, version)[:3]
+
+    @staticmethod
+    def decode_queues_mapped(body: bytes, version: int) -> tuple[
+            DataVersion, dict[str, QueueShape], tuple[str, ...], dict[str, "TopicQueueMappingInfo"]]:
+        """``decode_queues`` plus the 5.x static-topic mappings (empty from 4.x brokers)."""
+        data_version, table, filters, mappings = _register_parts(body, version)
         shapes: dict[str, QueueShape] = {}
         for name, tc in table.items():
             if type(tc) is dict:
@@ -190,13 +200,18 @@ class RegisterBrokerBody:
                     continue
             config = TopicConfig.from_obj(name, tc)  # the careful path: defaults, or a clear error
             shapes[config.topic_name] = config.shape
-        return data_version, shapes, filters
+        return data_version, shapes, filters, _mapping_infos(mappings)
 
 
-def _register_parts(body: bytes, version: int) -> tuple[DataVersion, dict[str, Any], tuple[str, ...]]:
-    """A registration body's DataVersion, raw topicConfigTable and filter servers."""
+def _mapping_infos(raw: Mapping[str, Any]) -> dict[str, "TopicQueueMappingInfo"]:
+    return {str(topic): TopicQueueMappingInfo.from_obj(info) for topic, info in raw.items() if info is not None}
+
+
+def _register_parts(body: bytes, version: int) -> tuple[DataVersion, dict[str, Any], tuple[str, ...], dict[str, Any]]:
+    """A registration body's DataVersion, raw topicConfigTable, filter servers and raw
+    5.x topicQueueMappingInfoMap (TopicConfigAndMappingSerializeWrapper; empty from 4.x)."""
     if not body:
-        return DataVersion(), {}, ()
+        return DataVersion(), {}, (), {}
     obj = _obj(_load(body, "RegisterBrokerBody"), "RegisterBrokerBody")
     if version >= VERSION_V3_0_11:
         wrapper = _obj(obj.get("topicConfigSerializeWrapper") or {}, "topicConfigSerializeWrapper")
@@ -207,8 +222,9 @@ def _register_parts(body: bytes, version: int) -> tuple[DataVersion, dict[str, A
         wrapper, filters = obj, []
     table = _obj(wrapper.get("topicConfigTable") or {}, "topicConfigTable")
     dv_raw = wrapper.get("dataVersion")
+    mappings = _obj(wrapper.get("topicQueueMappingInfoMap") or {}, "topicQueueMappingInfoMap")
     return (DataVersion() if dv_raw is None else DataVersion.from_obj(dv_raw), table,
-            tuple(str(f) for f in filters))
+            tuple(str(f) for f in filters), mappings)
 
 
 # ------------------------------------------------------------------ Routes ----
@@ -252,25 +268,48 @@ class QueueData:
 
 @dataclass(frozen=True, slots=True)
 class BrokerData:
-    """One master/slave group: ``broker_addrs`` maps brokerId (0 = master) to address."""
+    """One master/slave group: ``broker_addrs`` maps brokerId (0 = master) to address.
+
+    ``enable_acting_master`` and ``zone_name`` are the 5.x fields. None means "not
+    reported": a 4.x broker's group is written without them, byte-identical to 4.9.8
+    (a Java 5 server would write ``"enableActingMaster":false`` there; clients read both
+    the same). A 5.x broker's group always carries ``enableActingMaster``, as in Java 5.
+    """
 
     cluster: str
     broker_name: str
     broker_addrs: Mapping[int, str]
+    enable_acting_master: bool | None = None
+    zone_name: str | None = None
 
     def to_obj(self) -> dict[str, Any]:
-        return {
+        obj: dict[str, Any] = {
             "brokerAddrs": {str(k): v for k, v in sorted(self.broker_addrs.items())},
             "brokerName": self.broker_name,
             "cluster": self.cluster,
         }
+        if self.enable_acting_master is not None:
+            obj["enableActingMaster"] = self.enable_acting_master
+        if self.zone_name is not None:
+            obj["zoneName"] = self.zone_name
+        return obj
 
     def _json(self, standard: bool) -> str:
-        return (
+        out = (
             '{"brokerAddrs":' + dumps_long_key_map(dict(self.broker_addrs), standard=standard)
             + ',"brokerName":' + dumps_str(self.broker_name, standard=standard)
-            + ',"cluster":' + dumps_str(self.cluster, standard=standard) + "}"
+            + ',"cluster":' + dumps_str(self.cluster, standard=standard)
         )
+        if self.enable_acting_master is not None:
+            out += ',"enableActingMaster":' + ("true" if self.enable_acting_master else "false")
+        if self.zone_name is not None:
+            out += ',"zoneName":' + dumps_str(self.zone_name, standard=standard)
+        return out + "}"
+
+    def member_group_json(self) -> str:
+        """The same group as 5.x's BrokerMemberGroup (GET_BROKER_MEMBER_GROUP): no 5.x
+        fields, integer keys unquoted."""
+        return BrokerData(self.cluster, self.broker_name, self.broker_addrs)._json(False)
 
     @classmethod
     def from_obj(cls, obj: Any) -> "BrokerData":
@@ -281,7 +320,70 @@ class BrokerData:
             parsed = {int(k): str(v) for k, v in addrs.items() if v is not None}
         except ValueError:
             raise BodyDecodeError(f"{what}: brokerAddrs has a key that is not a broker id") from None
-        return cls(cluster=str(obj.get("cluster")), broker_name=str(obj.get("brokerName")), broker_addrs=parsed)
+        eam, zone = obj.get("enableActingMaster"), obj.get("zoneName")
+        return cls(cluster=str(obj.get("cluster")), broker_name=str(obj.get("brokerName")), broker_addrs=parsed,
+                   enable_acting_master=None if eam is None else _bool(eam),
+                   zone_name=None if zone is None else str(zone))
+
+
+#: fastjson's BrowserCompatible mode writes longs outside JavaScript's safe range as strings.
+_JS_SAFE = 9007199254740991
+
+
+@dataclass(frozen=True, slots=True)
+class TopicQueueMappingInfo:
+    """RIP-21 static topics: one broker's share of a topic's logical queues, as the
+    broker reports it in a 5.x registration and routes return it per broker name.
+    ``curr_id_map`` maps logical queue id -> physical queue id on that broker."""
+
+    topic: str | None
+    bname: str | None
+    total_queues: int = 0
+    epoch: int = 0
+    dirty: bool = False
+    scope: str | None = "__global__"
+    curr_id_map: Mapping[int, int] = field(default_factory=dict)
+
+    def _json(self, standard: bool) -> str:
+        def long(v: int) -> str:
+            return f'"{v}"' if standard and abs(v) > _JS_SAFE else str(v)
+
+        ids = sorted(self.curr_id_map.items())
+        id_map = ",".join(f'"{k}":{v}' if standard else f"{k}:{v}" for k, v in ids)
+        parts = []
+        if self.bname is not None:
+            parts.append('"bname":' + dumps_str(self.bname, standard=standard))
+        parts.append('"currIdMap":{' + id_map + "}")
+        parts.append('"dirty":' + ("true" if self.dirty else "false"))
+        parts.append('"epoch":' + long(self.epoch))
+        if self.scope is not None:
+            parts.append('"scope":' + dumps_str(self.scope, standard=standard))
+        if self.topic is not None:
+            parts.append('"topic":' + dumps_str(self.topic, standard=standard))
+        parts.append(f'"totalQueues":{self.total_queues}')
+        return "{" + ",".join(parts) + "}"
+
+    def to_obj(self) -> dict[str, Any]:
+        return {"bname": self.bname, "currIdMap": {str(k): v for k, v in sorted(self.curr_id_map.items())},
+                "dirty": self.dirty, "epoch": self.epoch, "scope": self.scope, "topic": self.topic,
+                "totalQueues": self.total_queues}
+
+    @classmethod
+    def from_obj(cls, obj: Any) -> "TopicQueueMappingInfo":
+        what = "TopicQueueMappingInfo"
+        obj = _obj(obj, what)
+        raw_ids = obj.get("currIdMap")
+        ids = {} if raw_ids is None else _obj(raw_ids, f"{what}.currIdMap")
+        try:
+            id_map = {int(k): int(v) for k, v in ids.items() if v is not None}
+        except (TypeError, ValueError):
+            raise BodyDecodeError(f"{what}: currIdMap is not a map of queue ids") from None
+        topic, bname, scope = obj.get("topic"), obj.get("bname"), obj.get("scope", "__global__")
+        return cls(
+            topic=None if topic is None else str(topic), bname=None if bname is None else str(bname),
+            total_queues=_int(obj, "totalQueues", 0, what), epoch=_int(obj, "epoch", 0, what),
+            dirty=_bool(obj.get("dirty", False)), scope=None if scope is None else str(scope), curr_id_map=id_map,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +392,9 @@ class TopicRouteData:
     broker_datas: Sequence[BrokerData]
     filter_server_table: Mapping[str, Sequence[str]] = field(default_factory=dict)
     order_topic_conf: str | None = None
+    #: 5.x static topics: broker name -> its TopicQueueMappingInfo; None (left out) for
+    #: topics without logical queues, which is every topic of a 4.x fleet.
+    topic_queue_mapping_by_broker: Mapping[str, TopicQueueMappingInfo] | None = None
 
     def to_obj(self) -> dict[str, Any]:
         obj: dict[str, Any] = {
@@ -299,6 +404,8 @@ class TopicRouteData:
         if self.order_topic_conf is not None:
             obj["orderTopicConf"] = self.order_topic_conf
         obj["queueDatas"] = [q.to_obj() for q in self.queue_datas]
+        if self.topic_queue_mapping_by_broker is not None:
+            obj["topicQueueMappingByBroker"] = {k: v.to_obj() for k, v in self.topic_queue_mapping_by_broker.items()}
         return obj
 
     def encode(self, *, standard: bool) -> bytes:
@@ -315,7 +422,14 @@ class TopicRouteData:
         ]
         if self.order_topic_conf is not None:
             parts += [',"orderTopicConf":', dumps_str(self.order_topic_conf, standard=s)]
-        parts += [',"queueDatas":[', ",".join(q._json(s) for q in self.queue_datas), "]}"]
+        parts += [',"queueDatas":[', ",".join(q._json(s) for q in self.queue_datas), "]"]
+        mapping = self.topic_queue_mapping_by_broker
+        if mapping is not None:
+            # A HashMap in Java: sorted in standard mode (MapSortField), hash order otherwise.
+            names = sorted(mapping) if s else hashmap_order(mapping)
+            parts += [',"topicQueueMappingByBroker":{',
+                      ",".join(f"{dumps_str(n, standard=s)}:{mapping[n]._json(s)}" for n in names), "}"]
+        parts.append("}")
         return "".join(parts).encode("utf-8")
 
     @classmethod
@@ -323,11 +437,15 @@ class TopicRouteData:
         obj = _obj(_load(body, "TopicRouteData"), "TopicRouteData")
         fst = _obj(obj.get("filterServerTable") or {}, "filterServerTable")
         otc = obj.get("orderTopicConf")
+        tqm = obj.get("topicQueueMappingByBroker")
         return cls(
             queue_datas=tuple(QueueData.from_obj(q) for q in obj.get("queueDatas") or ()),
             broker_datas=tuple(BrokerData.from_obj(b) for b in obj.get("brokerDatas") or ()),
             filter_server_table={str(k): tuple(v or ()) for k, v in fst.items()},
             order_topic_conf=None if otc is None else str(otc),
+            topic_queue_mapping_by_broker=None if tqm is None else {
+                str(k): TopicQueueMappingInfo.from_obj(v)
+                for k, v in _obj(tqm, "topicQueueMappingByBroker").items()},
         )
 
 

@@ -10,8 +10,9 @@ import json
 import struct
 import zlib
 
-from .bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from .bodies import DataVersion, RegisterBrokerBody, TopicConfig, TopicQueueMappingInfo
 from .errors import BodyDecodeError
+from .fastjson import lenient_loads
 
 _I32 = struct.Struct(">i")
 #: Inflated size we accept; a 16 MiB frame of zeros can inflate ~1000x, so cap it.
@@ -80,8 +81,16 @@ def decode_compressed(data: bytes) -> RegisterBrokerBody:
             )
         # 4.9.8 always reads this part; a body that ends before it is refused there too.
         filters = json.loads(take_bytes("filter servers"))
+        # 5.x appends its static-topic mappings (count, then one JSON each, keyed by the
+        # info's own topic); 4.x bodies end here.
+        mappings: dict[str, TopicQueueMappingInfo] = {}
+        if pos < len(raw):
+            for _ in range(max(take_int("mapping count"), 0)):
+                info = TopicQueueMappingInfo.from_obj(lenient_loads(take_bytes("topic queue mapping")))
+                mappings[str(info.topic)] = info
     except (ValueError, UnicodeDecodeError) as exc:
         raise BodyDecodeError(f"compressed body: {exc}") from None
     if not isinstance(filters, list):
         raise BodyDecodeError("compressed body: filter server list is not an array")
-    return RegisterBrokerBody(data_version=dv, topic_configs=topics, filter_server_list=tuple(map(str, filters)))
+    return RegisterBrokerBody(data_version=dv, topic_configs=topics, filter_server_list=tuple(map(str, filters)),
+                              topic_queue_mapping_info=mappings)

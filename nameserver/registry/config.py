@@ -45,6 +45,8 @@ def _items() -> tuple[ConfigItem, ...]:
         # NamesrvConfig (5.x) items this server implements
         ConfigItem("returnOrderTopicConfigToBroker", bool, True, "send ORDER_TOPIC_CONFIG in register replies"),
         ConfigItem("scanNotActiveBrokerInterval", int, 5000, "ms between scans for expired brokers"),
+        ConfigItem("supportActingMaster", bool, False,
+                   "list an acting-master group's read-only slave as brokerId 0 in routes"),
         # Ours, named after Java's BROKER_CHANNEL_EXPIRED_TIME constant.
         ConfigItem("brokerChannelExpiredTime", int, 120_000, "ms without registration before a broker is dropped"),
         # Ours: limits that Java sets through system properties or not at all.

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Iterable, Mapping, Sequence
 
-from ..protocol.bodies import BrokerData, ClusterInfo, DataVersion, QueueData, QueueShape, TopicRouteData
+from ..protocol.bodies import (
+    BrokerData, ClusterInfo, DataVersion, QueueData, QueueShape, TopicQueueMappingInfo, TopicRouteData,
+)
 from ..protocol.javahash import hashmap_order
 from ..protocol.codes import FLAG_UNIT, FLAG_UNIT_SUB, MASTER_ID, PERM_READ, PERM_WRITE
 from .clock import Clock, system_clock
@@ -57,9 +59,16 @@ class _Group:
     cluster: str
     broker_name: str
     addrs: dict[int, str] = field(default_factory=dict)
+    #: 5.x: set by every registration, as Java 5 does (None: the last one was a 4.x broker's)
+    enable_acting_master: bool | None = None
+    zone_name: str | None = None
 
     def frozen(self) -> BrokerData:
-        return BrokerData(cluster=self.cluster, broker_name=self.broker_name, broker_addrs=dict(self.addrs))
+        return BrokerData(self.cluster, self.broker_name, dict(self.addrs), self.enable_acting_master, self.zone_name)
+
+    def master_gone(self) -> bool:
+        """An acting-master group whose brokerId 0 is absent (5.x isNoMasterExists)."""
+        return bool(self.enable_acting_master) and bool(self.addrs) and MASTER_ID not in self.addrs
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +87,14 @@ class Removal:
     broker_name: str | None
     reason: str
     conn: Hashable | None = None
+    #: the silence allowed to this broker (its own heartbeatTimeoutMillis or the default);
+    #: for logs only, so not part of equality
+    timeout_ms: int | None = field(default=None, compare=False)
+
+
+def _read_only(topics: Mapping[str, QueueShape]) -> dict[str, QueueShape]:
+    """A prime slave's topics as 5.x files them: write bit cleared."""
+    return {t: (r, w, perm & ~PERM_WRITE, flag) for t, (r, w, perm, flag) in topics.items()}
 
 
 class RouteTable:
@@ -97,6 +114,9 @@ class RouteTable:
         self.cluster_addr_table: dict[str, set[str]] = {}
         self.broker_live_table: dict[str, BrokerLive] = {}
         self.filter_server_table: dict[str, list[str]] = {}
+        #: 5.x static topics: topic -> broker name -> mapping. As in Java 5, entries are
+        #: replaced by later registrations but never removed.
+        self.topic_mapping_table: dict[str, dict[str, TopicQueueMappingInfo]] = {}
         self._conn_addrs: dict[Hashable, set[str]] = {}
         # Sharing, so that memory follows the number of distinct layouts, not of topics:
         # QueueData per (broker, shape); QueueMaps interned by content (keyed by the ids
@@ -194,8 +214,19 @@ class RouteTable:
         filter_servers: Sequence[str] | None = None,
         conn: Hashable | None = None,
         timeout_ms: int | None = None,
+        enable_acting_master: bool | None = None,
+        zone_name: str | None = None,
+        mappings: Mapping[str, TopicQueueMappingInfo] | None = None,
     ) -> RegisterResult:
-        """REGISTER_BROKER, 4.9.8 semantics (spec 4.4 step 3).
+        """REGISTER_BROKER, 4.9.8 semantics (spec 4.4 step 3), plus what 5.x adds for a
+        5.x broker (one that sends ``enable_acting_master``; None means a 4.x broker):
+
+        - the group keeps the last registration's acting-master flag and zone;
+        - a slave with the group's lowest id ("prime slave", the master being gone)
+          reports topics as a master would, with the write bit cleared;
+        - with an unchanged DataVersion, topics the table lacks for this broker are
+          still added (5.x isTopicConfigChanged); 4.9.8 ignores the whole body then;
+        - ``mappings`` (static topics) are kept per topic and broker name.
 
         ``topics`` maps each topic to its queue shape (``TopicConfig.shape``;
         ``bodies.queue_shapes`` converts configs). ``filter_servers`` None means the body
@@ -215,6 +246,9 @@ class RouteTable:
             # An existing group keeps its original cluster even if this request names another.
             group = self.broker_addr_table[broker_name] = _Group(cluster, broker_name)
             first = True
+        if (group.enable_acting_master, group.zone_name) != (enable_acting_master, zone_name):
+            group.enable_acting_master, group.zone_name = enable_acting_master, zone_name
+            self._changed()
         addrs = group.addrs
         # A slave promoted to master moves from id 1 to id 0: drop its stale entry.
         stale = [bid for bid, addr in addrs.items() if addr == broker_addr and bid != broker_id]
@@ -228,8 +262,18 @@ class RouteTable:
             self._changed()
 
         live = self.broker_live_table.get(broker_addr)
-        if broker_id == MASTER_ID and (first or live is None or live.data_version != data_version):
-            self._apply_topics(broker_name, topics)
+        five = enable_acting_master is not None
+        prime_slave = five and broker_id != MASTER_ID and broker_id == min(addrs)
+        if broker_id == MASTER_ID or prime_slave:
+            if first or live is None or live.data_version != data_version:
+                self._apply_topics(broker_name, _read_only(topics) if prime_slave else topics)
+                if mappings:
+                    self._apply_mappings(mappings)
+            elif five:
+                missing = {t: shape for t, shape in topics.items()
+                           if broker_name not in (self.topic_queue_table.get(t) or _EMPTY)}
+                if missing:
+                    self._apply_topics(broker_name, _read_only(missing) if prime_slave else missing)
             # Topics the broker no longer reports stay (4.9.8); delete them with deleteTopic.
 
         if live is not None and live.conn is not None and live.conn != conn:
@@ -277,6 +321,14 @@ class RouteTable:
         if self.topic_queue_table.update_each(topics.items(), change):
             self._changed()
 
+    def _apply_mappings(self, mappings: Mapping[str, TopicQueueMappingInfo]) -> None:
+        """Java 5 files each mapping under the broker name the mapping itself names."""
+        for topic, info in mappings.items():
+            per_broker = self.topic_mapping_table.setdefault(topic, {})
+            if per_broker.get(str(info.bname)) != info:
+                per_broker[str(info.bname)] = info
+                self._changed()
+
     def query_data_version(self, broker_addr: str, data_version: DataVersion) -> tuple[bool, DataVersion | None]:
         """QUERY_DATA_VERSION: (changed, stored version). Refreshes liveness only when
         unchanged, as 4.9.8 does: a changed broker must register in full to stay alive."""
@@ -312,6 +364,8 @@ class RouteTable:
             self._changed()
         if not group.addrs:
             self._drop_group(broker_name, cluster)
+        elif group.master_gone():
+            self.wipe_write_perm(broker_name)
 
     def _drop_group(self, broker_name: str, cluster: str | None) -> None:
         del self.broker_addr_table[broker_name]
@@ -331,6 +385,7 @@ class RouteTable:
     def _remove_addr(self, broker_addr: str, reason: str, conn: Hashable | None) -> Removal:
         """The channel-destroy cascade (spec 6.2 steps 2-4) for one address."""
         live = self.broker_live_table.pop(broker_addr, None)
+        timeout = None if live is None else live.timeout_ms
         if live is not None and live.conn is not None:
             self._forget_conn(live.conn, broker_addr)
         if self.filter_server_table.pop(broker_addr, None) is not None:
@@ -343,8 +398,12 @@ class RouteTable:
             self._changed()
             if not group.addrs:
                 self._drop_group(name, None)
-            return Removal(broker_addr, name, reason, conn)
-        return Removal(broker_addr, None, reason, conn)
+            elif group.master_gone():
+                # 5.x: nobody takes writes for this group now; clients see read-only queues
+                # (the slave acts as master for reads) instead of failing sends.
+                self.wipe_write_perm(name)
+            return Removal(broker_addr, name, reason, conn, timeout)
+        return Removal(broker_addr, None, reason, conn, timeout)
 
     def _forget_conn(self, conn: Hashable, broker_addr: str) -> None:
         addrs = self._conn_addrs.get(conn)
@@ -401,7 +460,14 @@ class RouteTable:
                         filters[addr] = list(fs)
         if not brokers:
             return None
-        return TopicRouteData(queue_datas=tuple(queues.values()), broker_datas=tuple(brokers), filter_server_table=filters)
+        mapping = self.topic_mapping_table.get(topic)
+        return TopicRouteData(queue_datas=tuple(queues.values()), broker_datas=tuple(brokers),
+                              filter_server_table=filters,
+                              topic_queue_mapping_by_broker=None if mapping is None else dict(mapping))
+
+    def has_mappings(self, topic: str) -> bool:
+        """Whether the topic's route names static-topic mappings (so it is not shared)."""
+        return topic in self.topic_mapping_table
 
     def cluster_info(self) -> ClusterInfo:
         return ClusterInfo(
@@ -524,8 +590,9 @@ class RouteTable:
         return {
             "topics": {t: [[q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm, q.topic_sys_flag]
                            for q in queues.values()] for t, queues in self.topic_queue_table.items()},
-            "brokers": {n: [g.cluster, [[bid, addr] for bid, addr in g.addrs.items()]]
-                        for n, g in self.broker_addr_table.items()},
+            "brokers": {n: [g.cluster, [[bid, addr] for bid, addr in g.addrs.items()], g.enable_acting_master,
+                            g.zone_name] for n, g in self.broker_addr_table.items()},
+            "mappings": {t: {b: info.to_obj() for b, info in per.items()} for t, per in self.topic_mapping_table.items()},
             "clusters": {c: sorted(members) for c, members in self.cluster_addr_table.items()},
             "live": {addr: [live.data_version.counter, live.data_version.timestamp, live.data_version.state_version,
                             live.ha_server_addr, live.timeout_ms] for addr, live in self.broker_live_table.items()},
@@ -545,9 +612,14 @@ class RouteTable:
                 m = self._with(m, self._queue_data(str(q[0]), (int(q[1]), int(q[2]), int(q[3]), int(q[4]))))
             topics[str(t)] = m
         groups = {
-            str(n): _Group(str(g[0]), str(n), {int(bid): str(addr) for bid, addr in g[1]})
+            # snapshots from before 5.x fields have two items per group
+            str(n): _Group(str(g[0]), str(n), {int(bid): str(addr) for bid, addr in g[1]},
+                           None if len(g) < 3 or g[2] is None else bool(g[2]),
+                           None if len(g) < 4 or g[3] is None else str(g[3]))
             for n, g in state["brokers"].items()
         }
+        mappings = {str(t): {str(b): TopicQueueMappingInfo.from_obj(info) for b, info in per.items()}
+                    for t, per in state.get("mappings", {}).items()}
         clusters = {str(c): {str(m) for m in members} for c, members in state["clusters"].items()}
         live = {
             str(addr): BrokerLive(now, DataVersion(int(v[0]), int(v[1]), None if v[2] is None else int(v[2])),
@@ -557,12 +629,13 @@ class RouteTable:
         filters = {str(a): [str(x) for x in fs] for a, fs in state["filters"].items()}
         self.topic_queue_table, self.broker_addr_table, self.cluster_addr_table = topics, groups, clusters
         self.broker_live_table, self.filter_server_table = live, filters
+        self.topic_mapping_table = mappings
         self._conn_addrs = {}
         self._changed()
 
     def broker_member_group(self, cluster: str, broker_name: str) -> BrokerData:
+        """GET_BROKER_MEMBER_GROUP: the group's addresses under the names the request
+        gave (5.x builds the answer from the request's cluster and broker name)."""
         group = self.broker_addr_table.get(broker_name)
-        if group is None:
-            return BrokerData(cluster=cluster, broker_name=broker_name, broker_addrs={})
-        return group.frozen()
+        return BrokerData(cluster=cluster, broker_name=broker_name, broker_addrs={} if group is None else dict(group.addrs))
 

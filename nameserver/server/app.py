@@ -149,8 +149,9 @@ class NameServer:
             release_free_memory()
         for removal in self.routes.scan_not_active():
             self._removed("expired")
-            log.warning("broker expired: %s (%s), no registration for %d ms", removal.broker_addr,
-                        removal.broker_name or "?", self.config["brokerChannelExpiredTime"])
+            timeout = removal.timeout_ms if removal.timeout_ms is not None else self.config["brokerChannelExpiredTime"]
+            log.warning("broker expired: %s (%s), no registration or heartbeat for %d ms", removal.broker_addr,
+                        removal.broker_name or "?", timeout)
             if isinstance(removal.conn, Connection):
                 removal.conn.close()
         now = time.monotonic()

@@ -84,14 +84,21 @@ class Connection(asyncio.Protocol):
 
     def _answer(self, cmd: RemotingCommand) -> bytes | None:
         metrics = self.server.metrics
-        if metrics is None:
+        debug = log.isEnabledFor(logging.DEBUG)
+        if metrics is None and not debug:
             response = self.server.processor.handle(cmd, self, self.peer_host)
         else:
             started = time.perf_counter()
             response = self.server.processor.handle(cmd, self, self.peer_host)
-            if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
-                metrics.route_latency.observe(time.perf_counter() - started)
-            metrics.observe(cmd.code, None if response is None else response.code)
+            elapsed = time.perf_counter() - started
+            if metrics is not None:
+                if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
+                    metrics.route_latency.observe(elapsed)
+                metrics.observe(cmd.code, None if response is None else response.code)
+            if debug:
+                log.debug("request from %s: %s (%d) -> %s in %.3f ms", self.peer, code_name(cmd.code), cmd.code,
+                          "no answer" if response is None
+                          else f"{code_name(response.code, response=True)} ({response.code})", elapsed * 1000)
         if response is None:
             return None
         try:

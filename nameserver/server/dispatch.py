@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import zlib
+from dataclasses import replace
 from typing import Callable, Hashable
 
 from ..protocol.bodies import DataVersion, RegisterBrokerBody, TopicList, TopicRouteData, encode_kv_table, queue_shapes
@@ -20,11 +21,15 @@ from ..protocol.compressed import decode_compressed
 from ..protocol.errors import BodyDecodeError
 from ..registry.config import ConfigError, NamesrvConfig, parse_allow_list, parse_properties
 from ..registry.kv import KVStore
+from ..registry.route5 import SYNC_BROKER_MEMBER_GROUP_PREFIX, ZONE_NAME, filter_by_zone, requested_zone, \
+    with_acting_masters
 from ..registry.routes import RouteTable
 
 log = logging.getLogger("nameserver")
 
 FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
+#: 5.x answers GET_BROKER_MEMBER_GROUP with the remark its response factory starts with.
+MEMBER_GROUP_REMARK = "not set any response code"
 ROUTE_CACHE_LIMIT = 200_000
 
 
@@ -100,7 +105,7 @@ class Processor:
         self.persist_kv = persist_kv
         self.persist_config = persist_config
         self.version = version
-        self._route_cache: dict[tuple[int, bool, str | None], tuple[object, bytes]] = {}
+        self._route_cache: dict[tuple[object, ...], tuple[object, bytes]] = {}
         self._route_cache_generation = -1
         self.route_cache_hits = 0
         self.admin_allow_list = parse_allow_list(config["adminAllowList"])
@@ -244,17 +249,21 @@ class Processor:
         if crc != 0 and (zlib.crc32(cmd.body) & 0x7FFFFFFF) != crc:
             raise RequestError(ResponseCode.SYSTEM_ERROR, "crc32 not match", {})
         timeout = cmd.ext_get("heartbeatTimeoutMillis")
+        acting = cmd.ext_get("enableActingMaster")  # only 5.x brokers send it
         if _flag(cmd, "compressed"):
             body = decode_compressed(cmd.body)
             data_version, topics = body.data_version, queue_shapes(body.topic_configs)
             filters: tuple[str, ...] | None = tuple(body.filter_server_list)
+            mappings = body.topic_queue_mapping_info
         else:
-            data_version, topics, listed = RegisterBrokerBody.decode_queues(cmd.body, cmd.version)
+            data_version, topics, listed, mappings = RegisterBrokerBody.decode_queues_mapped(cmd.body, cmd.version)
             filters = listed if cmd.body and cmd.version >= VERSION_V3_0_11 else None
         result = self.routes.register_broker(
             cluster, broker_name, broker_addr, broker_id, ha_addr,
             data_version, topics, filters, conn,
             timeout_ms=int(timeout) if timeout and timeout.isdigit() else self.config["brokerChannelExpiredTime"],
+            enable_acting_master=None if acting is None else acting.lower() == "true",
+            zone_name=cmd.ext_get(ZONE_NAME), mappings=mappings,
         )
         ext: dict[str, str] = {}
         if result.master_addr is not None and result.ha_server_addr is not None:
@@ -291,7 +300,8 @@ class Processor:
 
     def get_broker_member_group(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
         group = self.routes.broker_member_group(_required(cmd, "clusterName"), _required(cmd, "brokerName"))
-        return self._ok(cmd, body=b'{"brokerMemberGroup":' + group._json(False).encode() + b"}")
+        body = b'{"brokerMemberGroup":' + group.member_group_json().encode() + b"}"
+        return cmd.response(ResponseCode.SUCCESS, remark=MEMBER_GROUP_REMARK, body=body, version=self.version)
 
     def wipe_write_perm(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
         count = self.routes.wipe_write_perm(_required(cmd, "brokerName"))
@@ -309,15 +319,20 @@ class Processor:
         """The hot path: every client polls every topic every 30 s. A route body does not
         name its topic, so topics sharing one queue map (the registry shares them; a
         fleet has a handful for 10^5 topics) share one encoded body, cached until the
-        registry's generation moves."""
+        registry's generation moves. Static topics (5.x) name their mappings, so their
+        bodies are cached per topic."""
         topic = _lookup_key(cmd, "topic")
         standard = cmd.version >= VERSION_V4_9_4 or _flag(cmd, "acceptStandardJsonOnly")
         order_conf = self.kv.get(ORDER_TOPIC_CONFIG, topic) if self.config["orderMessageEnable"] else None
+        zone = requested_zone(cmd.ext_get)
+        if zone is not None:
+            standard = False  # 5.x's zone hook re-encodes the answer in the default dialect
+        acting = self.config["supportActingMaster"] and not topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX)
         if self._route_cache_generation != self.routes.generation or len(self._route_cache) > ROUTE_CACHE_LIMIT:
             self._route_cache.clear()
             self._route_cache_generation = self.routes.generation
         queues = self.routes.queues_of(topic)
-        key = (id(queues), standard, order_conf)
+        key = (id(queues), standard, order_conf, zone, acting, topic if self.routes.has_mappings(topic) else None)
         hit = self._route_cache.get(key)
         if hit is not None and hit[0] is queues:
             self.route_cache_hits += 1
@@ -328,8 +343,12 @@ class Processor:
                 ResponseCode.TOPIC_NOT_EXIST,
                 f"No topic route info in name server for the topic: {topic}\nSee {FAQ_URL} for further details.",
             )
+        if acting:
+            route = with_acting_masters(route, topic)
         if order_conf is not None:
-            route = TopicRouteData(route.queue_datas, route.broker_datas, route.filter_server_table, order_conf)
+            route = replace(route, order_topic_conf=order_conf)
+        if zone is not None:
+            route = filter_by_zone(route, zone)
         body = route.encode(standard=standard)
         self._route_cache[key] = (queues, body)  # the map is kept so its id cannot be reused meanwhile
         return self._ok(cmd, body=body)

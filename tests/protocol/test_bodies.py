@@ -433,10 +433,13 @@ def test_route_bad_body(body: bytes) -> None:
         TopicRouteData.decode(body)
 
 
-def test_route_unknown_5x_fields_are_ignored() -> None:
+def test_route_5x_fields_are_kept() -> None:
     raw = SPEC_ROUTE_STANDARD.replace(b'"cluster":"DefaultCluster"', b'"cluster":"DefaultCluster","enableActingMaster":false')
     raw = raw[:-1] + b',"topicQueueMappingByBroker":{}}'
-    assert TopicRouteData.decode(raw) == SPEC_ROUTE
+    route = TopicRouteData.decode(raw)
+    assert route.topic_queue_mapping_by_broker == {}
+    assert {b.enable_acting_master for b in route.broker_datas} == {False}
+    assert route.encode(standard=True) == raw
 
 
 # =============================================================== ClusterInfo ====

@@ -40,7 +40,7 @@ MACHINE_DEPENDENT_CONFIG = {"kvConfigPath", "configStorePath", "listenPort", "ro
 EXTRA_CONFIG_ITEMS = {"bindAddress", "scanNotActiveBrokerInterval", "brokerChannelExpiredTime",
                       "returnOrderTopicConfigToBroker", "frameMaxLength", "headerMaxLength",
                       "frameReadTimeoutSeconds", "maxConnections", "metricsPort",
-                      "routeSnapshotPath", "routeSnapshotInterval", "adminAllowList"}
+                      "routeSnapshotPath", "routeSnapshotInterval", "adminAllowList", "supportActingMaster"}
 
 
 def canonical(value: Any) -> Any:
