@@ -18,7 +18,7 @@ sizes, time per row (goal: linear growth, ratio near 1). A tiny warm-up job runs
 so that JVM start-up and code generation are not billed to the first size; its time is
 printed, since a one-off ``mqadmin analyze`` (a new JVM each time) pays it.
 
-    python benchmarks/pipeline_bench.py [--sizes 1000000,4000000] [--master local[*]]
+    python benchmarks/pipeline_bench.py [--sizes 1000000,4000000] [--master local[*]] [--conf K=V ...]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mqadmin.pipeline.job import JobOptions, TABLES, job_conf, run, temporary_conf  # noqa: E402
-from mqadmin.pipeline.session import Place, start  # noqa: E402
+from mqadmin.pipeline import session  # noqa: E402
 from mqadmin.pipeline.synth import SynthPlan, synthesize  # noqa: E402
 
 
@@ -68,12 +68,13 @@ def main() -> int:
     parser.add_argument("--every", type=float, default=300.0)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting (repeatable)")
     parser.add_argument("--workdir", default=None, help="keep files here (default: a temporary directory)")
     args = parser.parse_args()
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="pipeline-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     per_round = rows_per_round(args, work)
-    spark = start(Place(args.master), app="pipeline-bench")
+    spark = session.start(session.Place(args.master, conf=session.parse_conf(args.conf)), app="pipeline-bench")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"Spark {spark.version}, master {args.master}")
     print(f"history: {args.servers} servers, {args.brokers} brokers, {args.topics} topics, a capture every "

@@ -162,6 +162,10 @@ def analyze(
             error_line(f"{out} holds the analysis of {other}; analysing {captures} into it would replace the dates "
                        "both cover: give another --out, or --replace")
             return int(ExitStatus.ERROR)
+        java = None if remote else launch.missing_java()
+        if java:
+            error_line(f"analyze runs Spark, which needs Java 17: {java}")
+            return int(ExitStatus.ERROR)
         launch.record_source(out, captures)
         place = session.Place(master=None if remote else (master or "local[*]"), remote=remote, conf=settings,
                               log=None if verbose or remote else out / session.LOG_NAME,

@@ -5,6 +5,7 @@ JVM starts, and Ctrl-C stops the job without py4j's tracebacks."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import threading
 from pathlib import Path
@@ -19,6 +20,16 @@ def capture_bytes(captures: Path) -> int | None:
     sizes = [p.stat().st_size for p in captures.rglob("*" + SUFFIX)
              if in_round_directory(p.as_posix()) and not p.name.startswith(".")]
     return sum(sizes) if sizes else None
+
+
+def missing_java() -> str | None:
+    """Why no JVM can start here (spark-class runs $JAVA_HOME/bin/java, else java on
+    PATH), or None: said before Spark fails with "Java gateway process exited"."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        java = Path(home) / "bin" / "java"
+        return None if os.access(java, os.X_OK) else f"JAVA_HOME={home} has no bin/java"
+    return None if shutil.which("java") else "no java on PATH and JAVA_HOME is not set"
 
 
 def unwritable(out: Path) -> str | None:

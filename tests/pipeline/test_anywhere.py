@@ -274,3 +274,12 @@ def test_name_server_install_has_no_spark_and_analyze_says_what_to_install(tmp_p
     helped = subprocess.run([str(venv / "bin" / "mqadmin"), "namesrv", "start", "--help"], capture_output=True,
                             text=True, timeout=60)
     assert helped.returncode == 0 and "--route-snapshot" in helped.stdout
+
+
+def test_no_java_is_one_line_before_spark(hand_history: dict[str, Any], no_python3: dict[str, str],
+                                          tmp_path: Path) -> None:
+    done = _analyze([str(_captures(hand_history)), "--out", str(tmp_path / "out")],
+                    no_python3 | {"JAVA_HOME": str(tmp_path / "no-jdk")}, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr == f"mqadmin: error: analyze runs Spark, which needs Java 17: JAVA_HOME={tmp_path / 'no-jdk'} " \
+                          "has no bin/java\n"
