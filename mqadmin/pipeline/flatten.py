@@ -28,9 +28,10 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import msgpack
 import numpy as np
+import orjson
 import pyarrow as pa
 
-from nameserver.protocol.bodies import BrokerData, QueueData, TopicRouteData
+from nameserver.protocol.bodies import BrokerData, QueueData, TopicQueueMappingInfo, TopicRouteData
 from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
 
 from ..diff import CanonicalView, ServerView, canonical_cluster, hash_canonical, route_key
@@ -47,13 +48,17 @@ ROUTES = pa.schema([
     ("has_queue_data", pa.bool_()), ("perm", pa.int32()), ("read_queue_nums", pa.int32()),
     ("write_queue_nums", pa.int32()), ("topic_sys_flag", pa.int32()),
     ("has_broker_data", pa.bool_()), ("broker_addrs", ADDRS), ("master_addr", pa.string()),
+    # 5.x: the BrokerData's enableActingMaster and zoneName, and this broker's entry of the
+    # route's topicQueueMappingByBroker (TopicQueueMappingInfo.to_obj() as JSON); null for 4.x.
+    ("enable_acting_master", pa.bool_()), ("zone_name", pa.string()), ("topic_queue_mapping", pa.string()),
 ])
 _TEMPLATE_FIELDS = [f for f in ROUTES if f.name not in ("round", "capture_ms", "server", "topic", "asked", "listed",
                                                         "order_conf_kv")]
 TEMPLATE = pa.schema(_TEMPLATE_FIELDS)
 
 CLUSTER_BROKER = pa.struct([("broker", pa.string()), ("broker_name", pa.string()), ("cluster", pa.string()),
-                            ("broker_addrs", ADDRS)])
+                            ("broker_addrs", ADDRS), ("enable_acting_master", pa.bool_()),
+                            ("zone_name", pa.string())])
 CAPTURES = pa.schema([
     ("round", pa.int32()), ("capture_ms", pa.int64()), ("server", pa.string()), ("path", pa.string()),
     ("ok", pa.bool_()), ("error", pa.string()), ("unreadable", pa.bool_()), ("latency_ms", pa.float64()),
@@ -224,12 +229,15 @@ def route_rows(route: TopicRouteData | None, key: bytes | None) -> list[tuple[An
     """The template rows of one route, in TEMPLATE's column order (has_route, route_hash,
     order_topic_conf, filter_servers, broker_seq, broker, cluster, has_queue_data, perm,
     read_queue_nums, write_queue_nums, topic_sys_flag, has_broker_data, broker_addrs,
-    master_addr): one per broker name
-    (QueueData and BrokerData of that name side by side), or one row without a broker
-    for no route (or a route naming no broker). A name repeated in a list gives one row
-    per repetition, so the rows hold exactly what the route held."""
+    master_addr, enable_acting_master, zone_name, topic_queue_mapping): one per broker name
+    (QueueData, BrokerData and static-topic mapping of that name side by side), or one row
+    without a broker for no route (or a route naming no broker). A name repeated in a list
+    gives one row per repetition, so the rows hold exactly what the route held; a mapping
+    (one per name) sits on the name's first row, and a name only the mapping has gets a
+    row of its own, as the diff compares it as a broker of the topic."""
     if route is None:
-        return [(False, None, None, {}, 0, None, None, False, None, None, None, None, False, None, None)]
+        return [(False, None, None, {}, 0, None, None, False, None, None, None, None, False, None, None,
+                 None, None, None)]
     digest = route_hash(key)
     conf = route.order_topic_conf
     filters = {k: list(v) for k, v in route.filter_server_table.items()}
@@ -239,10 +247,11 @@ def route_rows(route: TopicRouteData | None, key: bytes | None) -> list[tuple[An
         queues.setdefault(qd.broker_name, []).append(qd)
     for bd in route.broker_datas:
         brokers.setdefault(bd.broker_name, []).append(bd)
+    mappings = {name: mapping_json(info) for name, info in (route.topic_queue_mapping_by_broker or {}).items()}
     rows: list[tuple[Any, ...]] = []
-    for name in sorted(queues.keys() | brokers.keys()):
+    for name in sorted(queues.keys() | brokers.keys() | mappings.keys()):
         qs, bs = queues.get(name, []), brokers.get(name, [])
-        for i in range(max(len(qs), len(bs))):
+        for i in range(max(len(qs), len(bs), 1)):
             q: QueueData | None = qs[i] if i < len(qs) else None
             b: BrokerData | None = bs[i] if i < len(bs) else None
             addrs = None if b is None else sorted(b.broker_addrs.items())
@@ -251,10 +260,24 @@ def route_rows(route: TopicRouteData | None, key: bytes | None) -> list[tuple[An
                 q is not None, None if q is None else q.perm, None if q is None else q.read_queue_nums,
                 None if q is None else q.write_queue_nums, None if q is None else q.topic_sys_flag,
                 b is not None, addrs, None if b is None else b.broker_addrs.get(0),
+                None if b is None else b.enable_acting_master, None if b is None else b.zone_name,
+                mappings.get(name) if i == 0 else None,
             ))
     if not rows:
-        rows.append((True, digest, conf, filters, 0, None, None, False, None, None, None, None, False, None, None))
+        rows.append((True, digest, conf, filters, 0, None, None, False, None, None, None, None, False, None, None,
+                     None, None, None))
     return rows
+
+
+def mapping_json(info: TopicQueueMappingInfo) -> str:
+    """One broker's static-topic mapping as the routes table holds it: text, because its
+    id map has a row per logical queue and its epoch is a long no other column needs."""
+    return orjson.dumps(info.to_obj()).decode()
+
+
+def mapping_from_json(text: str) -> TopicQueueMappingInfo:
+    """Inverse of ``mapping_json``."""
+    return TopicQueueMappingInfo.from_obj(orjson.loads(text))
 
 
 # ------------------------------------------------------------------ batches ----
@@ -358,7 +381,8 @@ def capture_row(parsed: Parsed, path: str, templates: Templates | None = None,
     members = None
     if sv.cluster_info is not None:
         brokers = [{"broker": name, "broker_name": b.broker_name, "cluster": b.cluster,
-                    "broker_addrs": sorted(b.broker_addrs.items())}
+                    "broker_addrs": sorted(b.broker_addrs.items()), "enable_acting_master": b.enable_acting_master,
+                    "zone_name": b.zone_name}
                    for name, b in sorted(sv.cluster_info.broker_addr_table.items())]
         members = [(c, list(ms)) for c, ms in sorted(sv.cluster_info.cluster_addr_table.items())]
     return {

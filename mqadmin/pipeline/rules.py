@@ -26,6 +26,7 @@ from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, Topic
 from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
 
 from ..diff import DiffReport, Finding, Kind, ServerView, diff_views, queue_label
+from .flatten import mapping_from_json
 
 FINDING = pa.struct([
     ("kind", pa.string()), ("broker", pa.string()), ("subject", pa.string()),
@@ -50,8 +51,14 @@ CAUSES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("master_missing", (Kind.MASTER_MISSING,)),
     ("perm", (Kind.PERM,)),
     ("queue_config", (Kind.READ_QUEUE_NUMS, Kind.WRITE_QUEUE_NUMS, Kind.TOPIC_SYS_FLAG)),
+    # A lost or different static-topic mapping changes the queues 5.x clients use, as
+    # queue counts do for every client; below them, as it concerns 5.x clients only.
+    ("queue_mapping", (Kind.QUEUE_MAPPING,)),
     ("order_conf", (Kind.ORDER_TOPIC_CONF, Kind.KV_VALUE)),
-    ("addresses", (Kind.BROKER_ADDR, Kind.BROKER_CLUSTER, Kind.FILTER_SERVERS, Kind.CLUSTER_MEMBERS)),
+    # enableActingMaster and zoneName are what BrokerData says about the group, as its
+    # cluster is: they matter to clients only when a master is lost or in zone mode.
+    ("addresses", (Kind.BROKER_ADDR, Kind.BROKER_CLUSTER, Kind.FILTER_SERVERS, Kind.CLUSTER_MEMBERS,
+                   Kind.ACTING_MASTER, Kind.ZONE_NAME)),
     ("topic_list", (Kind.TOPIC_LIST_MISSING,)),
     ("config", (Kind.CONFIG_VALUE,)),
 )
@@ -62,16 +69,27 @@ CAUSE_OF_KIND = {kind: cause for cause, kinds in CAUSES for kind in kinds}
 
 
 def route_from_rows(rows: Sequence[Mapping[str, Any]]) -> TopicRouteData:
-    """The route one server gave, from its rows (sorted by broker_seq)."""
+    """The route one server gave, from its rows (sorted by broker_seq), 5.x fields
+    included: without them servers that differ only there would have different route
+    hashes and no finding."""
     first = rows[0]
+    mappings = {r["broker"]: mapping_from_json(r["topic_queue_mapping"])
+                for r in rows if r["topic_queue_mapping"] is not None}
     return TopicRouteData(
         queue_datas=tuple(QueueData(r["broker"], r["read_queue_nums"], r["write_queue_nums"], r["perm"],
                                     r["topic_sys_flag"]) for r in rows if r["has_queue_data"]),
-        broker_datas=tuple(BrokerData(r["cluster"], r["broker"], dict(r["broker_addrs"] or ()))
-                           for r in rows if r["has_broker_data"]),
+        broker_datas=tuple(_broker_data(r["broker"], r) for r in rows if r["has_broker_data"]),
         filter_server_table={k: tuple(v or ()) for k, v in (first["filter_servers"] or ())},
         order_topic_conf=first["order_topic_conf"],
+        topic_queue_mapping_by_broker=mappings or None,
     )
+
+
+def _broker_data(name: str, row: Mapping[str, Any]) -> BrokerData:
+    """A BrokerData from a routes row or a captures row's cluster_brokers entry (the
+    same columns: cluster, broker_addrs and the 5.x enable_acting_master, zone_name)."""
+    return BrokerData(row["cluster"], name, dict(row["broker_addrs"] or ()),
+                      enable_acting_master=row["enable_acting_master"], zone_name=row["zone_name"])
 
 
 def topic_views(topic: str, servers: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]]
@@ -115,8 +133,7 @@ def cluster_views(captures: Sequence[Mapping[str, Any]]) -> list[ServerView]:
         info = None
         if c["has_cluster_info"]:
             info = ClusterInfo(
-                {b["broker"]: BrokerData(b["cluster"], b["broker_name"], dict(b["broker_addrs"] or ()))
-                 for b in c["cluster_brokers"] or ()},
+                {b["broker"]: _broker_data(b["broker_name"], b) for b in c["cluster_brokers"] or ()},
                 {k: tuple(v or ()) for k, v in c["cluster_members"] or ()},
             )
         kv = {ns: dict(table or ()) for ns, table in c["kv"] or () if ns != ORDER_TOPIC_CONFIG}

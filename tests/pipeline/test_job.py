@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mqadmin.diff import Finding, diff_views
+from mqadmin.diff import Finding, ServerView, diff_views
 from tests.pipeline.conftest import A, B, C, MINUTE, T0
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -23,9 +23,15 @@ def _finding(topic: str | None, f: dict[str, Any]) -> Finding:
 
 
 def test_divergence_equals_diff_views_round_by_round(spark: Any, hand_history: dict[str, Any]) -> None:
-    rows = _table(spark, hand_history, "divergence")
-    for round_no, views in enumerate(hand_history["rounds"]):
-        report = diff_views(sorted(views, key=lambda v: v.addr), consumers=2)
+    assert_divergence_is_diff_views(_table(spark, hand_history, "divergence"), hand_history["rounds"])
+
+
+def assert_divergence_is_diff_views(rows: list[dict[str, Any]], rounds: list[list[ServerView]],
+                                    consumers: int = 2) -> None:
+    """Each round's divergence rows hold exactly the findings and impacts ``diff_views``
+    gives for that round's views (rounds a minute apart from T0)."""
+    for round_no, views in enumerate(rounds):
+        report = diff_views(sorted(views, key=lambda v: v.addr), consumers=consumers)
         mine = [r for r in rows if r["round"] == round_no]
         (cluster,) = [r for r in mine if r["scope"] == "cluster"]
         assert [_finding(None, f) for f in cluster["findings"]] == [f for f in report.findings if f.topic is None]
@@ -150,7 +156,6 @@ def test_unreadable_and_misplaced_files_are_listed_not_compared(spark: Any, tmp_
     """A truncated file and a file copied into another round's directory: both are
     captures rows with unreadable = true and the reason, and neither takes part in a
     comparison (the misplaced copy differs from its new round's peers)."""
-    from mqadmin.diff import ServerView
     from mqadmin.pipeline.job import JobOptions, run
     from tests.diff.views import route, view
     from tests.pipeline.conftest import write_history
