@@ -57,6 +57,7 @@ class NameServer:
         self.metrics_port: int | None = None
         self._snapshot_generation = -1
         self._trimmed_generation = -1
+        self._stopping = False
         if config["routeSnapshotPath"]:
             self._restore_snapshot(config["routeSnapshotPath"])
 
@@ -171,6 +172,10 @@ class NameServer:
 
     def connection_closed(self, conn: Connection) -> None:
         self.connections.discard(conn)
+        if self._stopping:
+            # Our shutdown closed it, not the broker: the broker is as alive as it was,
+            # and the snapshot written at shutdown must still hold it (warm restart).
+            return
         for removal in self.routes.connection_closed(conn):
             self._removed("connection_closed")
             log.warning("broker removed: %s (%s), its connection from %s closed",
@@ -186,7 +191,9 @@ class NameServer:
             conn.close()
 
     async def stop(self) -> None:
-        """Stop accepting, let written answers drain, save the KV table."""
+        """Stop accepting, let written answers drain, save the KV table and the routes
+        as they were: brokers registered on connections we close are kept."""
+        self._stopping = True
         self._close()
         await asyncio.sleep(0)
         try:
