@@ -9,13 +9,14 @@ import os
 import signal
 import socket
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 from .. import snapshot
 from ..registry.clock import system_clock
 from ..registry.config import NamesrvConfig
 from ..registry.routes import RouteTable
-from ..storage import StorageError, atomic_write, load_kv
+from ..storage import PathLock, StorageError, atomic_write, load_kv, remove_stale_temp_files
 from .connection import Connection
 from .dispatch import Processor
 from .memtrim import release_free_memory
@@ -36,12 +37,45 @@ class ListenError(OSError):
         super().__init__(cause.errno, self.message)
 
 
+#: The files a server writes: item, what it is, how to give each server its own.
+_OWN_PATHS = (
+    ("kvConfigPath", "KV config", "give each server its own --kv-config (kvConfigPath)"),
+    ("configStorePath", "config file", "give each server its own -c file (configStorePath)"),
+    ("routeSnapshotPath", "route snapshot", "give each server its own --route-snapshot"),
+)
+
+
+def lock_paths(config: NamesrvConfig) -> list[PathLock]:
+    """Lock every file this server writes, for the life of the process, and delete the
+    temporary files a killed writer left there. Two servers on one path lost
+    acknowledged writes (same temporary file, each rewriting the other's table), so a
+    second one refuses to start: StorageError names the path and the other process."""
+    locks: list[PathLock] = []
+    try:
+        for item, what, hint in _OWN_PATHS:
+            path = config[item]
+            if path and not any(lock.path == Path(path) for lock in locks):
+                locks.append(PathLock(path, what, hint))
+                for leftover in remove_stale_temp_files(path):
+                    log.info("removed leftover temporary file %s", leftover)
+    except StorageError:
+        for lock in locks:
+            lock.release()
+        raise
+    return locks
+
+
 class NameServer:
     def __init__(self, config: NamesrvConfig) -> None:
         self.config = config
         self.max_frame = config["frameMaxLength"]
         self.max_header = config["headerMaxLength"]
-        self.kv = load_kv(config["kvConfigPath"])  # a corrupt file stops the start, by design
+        self._locks = lock_paths(config)
+        try:
+            self.kv = load_kv(config["kvConfigPath"])  # a corrupt file stops the start, by design
+        except StorageError:
+            self._release_locks()
+            raise
         self.routes = RouteTable(default_timeout_ms=config["brokerChannelExpiredTime"])
         self.processor = Processor(
             self.routes, self.kv, config,
@@ -123,6 +157,7 @@ class NameServer:
                 backlog=self.config["serverSocketBacklog"], reuse_address=True,
             )
         except OSError as exc:
+            self._release_locks()
             raise ListenError("", host, self.config["listenPort"], exc) from None
         sock = self._server.sockets[0]
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -140,6 +175,7 @@ class NameServer:
                 # Not stop(): that saves the KV table and the route snapshot, and a server
                 # that never started must not overwrite them.
                 self._close()
+                self._release_locks()
                 raise ListenError(" (--metrics-port)", host, self.config["metricsPort"], exc) from None
             log.info("metrics on http://%s:%d/metrics", host, self.metrics_port)
 
@@ -204,7 +240,12 @@ class NameServer:
             self.write_snapshot()
         except Exception as exc:
             log.error("route snapshot not written at shutdown: %s", exc)
+        self._release_locks()
         log.info("name server stopped")
+
+    def _release_locks(self) -> None:
+        for lock in self._locks:
+            lock.release()
 
 
 async def serve(config: NamesrvConfig, *, on_ready: Any = None) -> None:
