@@ -52,6 +52,8 @@ def _items() -> tuple[ConfigItem, ...]:
         ConfigItem("frameMaxLength", int, 16 * 1024 * 1024, "largest frame accepted (com.rocketmq.remoting.frameMaxLength)"),
         ConfigItem("headerMaxLength", int, 256 * 1024, "largest command header accepted"),
         ConfigItem("frameReadTimeoutSeconds", int, 30, "close a connection that leaves a frame incomplete this long"),
+        ConfigItem("writeBufferLimit", int, 1024 * 1024,
+                   "unsent answer bytes per connection past which its requests are left unread"),
         ConfigItem("maxConnections", int, 10_000, "connections beyond this are closed at once (0 = no limit)"),
         ConfigItem("adminAllowList", str, "", "client addresses/networks allowed admin writes, ';' or ',' separated (empty = all)"),
         ConfigItem("brokerAllowList", str, "", "addresses/networks allowed to register, unregister and heartbeat (empty = all)"),
@@ -102,6 +104,7 @@ _RULES: dict[str, tuple[Callable[[int], bool], str]] = {
     "frameMaxLength": (_positive, "a positive number of bytes"),
     "headerMaxLength": (_positive, "a positive number of bytes"),
     "maxTopicsPerRegistration": (_positive, "a positive number of topics"),
+    "writeBufferLimit": (_positive, "a positive number of bytes"),
     "metricsPort": (lambda v: -1 <= v <= 65535, "-1 (off) or a TCP port (0-65535)"),
 }
 

@@ -70,6 +70,7 @@ class NameServer:
         self.config = config
         self.max_frame = config["frameMaxLength"]
         self.max_header = config["headerMaxLength"]
+        self.write_limit = config["writeBufferLimit"]
         self._locks = lock_paths(config)
         try:
             self.kv = load_kv(config["kvConfigPath"])  # a corrupt file stops the start, by design
@@ -197,7 +198,7 @@ class NameServer:
             if idle > 0 and conn.last_activity < now - idle:
                 log.info("closing idle connection from %s (idle > %d s)", conn.peer, idle)
                 conn.close()
-            elif slow > 0 and conn.decoder.in_frame and conn.frame_started < now - slow:
+            elif slow > 0 and conn.decoder.in_frame and not conn.output_full and conn.frame_started < now - slow:
                 log.warning("closing connection from %s: frame incomplete for more than %d s (%d bytes buffered)",
                             conn.peer, slow, conn.decoder.buffered)
                 conn.close()
