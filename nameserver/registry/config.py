@@ -56,7 +56,8 @@ def _items() -> tuple[ConfigItem, ...]:
                    "unsent answer bytes per connection past which its requests are left unread"),
         ConfigItem("maxConnections", int, 10_000, "connections beyond this are closed at once (0 = no limit)"),
         ConfigItem("adminAllowList", str, "", "client addresses/networks allowed admin writes, ';' or ',' separated (empty = all)"),
-        ConfigItem("brokerAllowList", str, "", "addresses/networks allowed to register, unregister and heartbeat (empty = all)"),
+        ConfigItem("brokerAllowList", str, "",
+                   "addresses/networks allowed to register, unregister and heartbeat (empty = all)"),
         ConfigItem("maxTopicsPerRegistration", int, 100_000, "topics one broker registration may carry"),
         ConfigItem("routeSnapshotPath", str, "", "warm-restart route snapshot file (empty = off)"),
         ConfigItem("routeSnapshotInterval", int, 10_000, "ms between route snapshot writes, when routes changed"),
@@ -257,7 +258,8 @@ def _escape(text: str, *, key: bool = False) -> str:
     return "".join(out)
 
 
-def parse_allow_list(text: str, name: str = "adminAllowList") -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+def parse_allow_list(text: str, name: str = "adminAllowList"
+                     ) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
     """``10.0.0.5;10.1.0.0/16,::1`` -> networks. Raises ConfigError naming the item
     (``name``) and the bad entry."""
     networks = []

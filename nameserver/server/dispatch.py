@@ -182,7 +182,8 @@ class Processor:
             ip = None
         if ip is None or not any(ip in net for net in networks):
             log.warning("refused %s from %s: not in %s", code_name(cmd.code), client_host, name)
-            raise RequestError(ResponseCode.NO_PERMISSION, f"{code_name(cmd.code)} from {client_host} refused: not in {name}")
+            raise RequestError(ResponseCode.NO_PERMISSION,
+                               f"{code_name(cmd.code)} from {client_host} refused: not in {name}")
 
     def _ok(self, cmd: RemotingCommand, *, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
         return cmd.response(ResponseCode.SUCCESS, ext=ext, body=body, version=self.version)
