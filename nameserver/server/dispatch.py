@@ -69,13 +69,14 @@ def _flag(cmd: RemotingCommand, key: str) -> bool:
 
 Handler = Callable[[RemotingCommand, Hashable], RemotingCommand]
 
-#: Requests that change what the name server holds on an operator's behalf (brokers'
-#: own registrations are not admin writes).
+#: Requests by which a broker joins, stays or leaves (``brokerAllowList``).
 BROKER_WRITES = frozenset({
     RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.BROKER_HEARTBEAT,
     RequestCode.QUERY_DATA_VERSION,  # refreshes a broker's liveness, as a heartbeat does
 })
 
+#: Requests that change what the name server holds on an operator's behalf (brokers'
+#: own registrations are not admin writes; ``adminAllowList``).
 ADMIN_WRITES = frozenset({
     RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
     RequestCode.ADD_WRITE_PERM_OF_BROKER, RequestCode.DELETE_TOPIC_IN_NAMESRV, RequestCode.UPDATE_NAMESRV_CONFIG,
