@@ -101,12 +101,18 @@ class PathLock:
         """Take the lock or raise StorageError naming ``what`` (e.g. "KV config"),
         the path, the process holding it and ``hint`` (how to give each its own)."""
         self.path = Path(path)
+        #: why the path is not locked (None when it is): a lock file that cannot be
+        #: created (a read-only config directory, e.g. a mounted Kubernetes ConfigMap) is
+        #: no reason to refuse to start; no server can write there either.
+        self.unlocked: str | None = None
+        self._fd: int | None = None
         lock_file = self.path.with_name(self.path.name + ".lock")
         try:
             lock_file.parent.mkdir(parents=True, exist_ok=True)
-            self._fd: int | None = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+            self._fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise StorageError(f"cannot lock {what} {self.path}: {exc.strerror or exc}") from None
+            self.unlocked = f"cannot create {lock_file}: {exc.strerror or exc}"
+            return
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

@@ -55,7 +55,11 @@ def lock_paths(config: NamesrvConfig) -> list[PathLock]:
         for item, what, hint in _OWN_PATHS:
             path = config[item]
             if path and not any(lock.path == Path(path) for lock in locks):
-                locks.append(PathLock(path, what, hint))
+                lock = PathLock(path, what, hint)
+                locks.append(lock)
+                if lock.unlocked is not None:
+                    log.warning("%s %s is not locked against other servers (%s)", what, path, lock.unlocked)
+                    continue
                 for leftover in remove_stale_temp_files(path):
                     log.info("removed leftover temporary file %s", leftover)
     except StorageError:
