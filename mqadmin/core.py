@@ -25,7 +25,7 @@ from typing import (Annotated, Any, Awaitable, Callable, Coroutine, Iterable, No
 import typer
 
 from .client import DEFAULT_TIMEOUT, Connection, NamesrvConnection
-from .errors import MqadminError
+from .errors import MqadminError, Pending
 from .exit import ExitStatus
 from .fanout import Answer, ask_all
 from .profiles import resolve
@@ -35,7 +35,7 @@ from .result import READ, WRITE, Result, Step
 T = TypeVar("T")
 PROG = "mqadmin"
 #: what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = int(ExitStatus.INTERRUPTED)
 #: 128 + SIGPIPE, what a shell reports for a writer whose reader went away
 EXIT_BROKEN_PIPE = 141
 
@@ -113,12 +113,22 @@ class Context:
         addrs: Sequence[str] | None = None,
         connection: type[Connection] = NamesrvConnection,
         timeout: float | None = None,
+        progress: dict[str, Answer[T]] | None = None,
     ) -> dict[str, Answer[T]]:
         """``fanout.ask_all`` over the name servers (or ``addrs``) with this context's timeout."""
         return await ask_all(
             self.addrs if addrs is None else addrs, fn, self.timeout if timeout is None else timeout,
-            connection=connection, request=request, detail=detail,
+            connection=connection, request=request, detail=detail, progress=progress,
         )
+
+
+class Interrupted(Exception):
+    """Ctrl-C ended a write: ``result`` says what each target had answered by then
+    (targets still silent carry a ``Pending`` error), so nobody is left guessing."""
+
+    def __init__(self, result: Result) -> None:
+        super().__init__("interrupted")
+        self.result = result
 
 
 def error_line(message: str, stderr: TextIO | None = None) -> None:
@@ -139,8 +149,16 @@ def run(
         ctx = Context(target.addrs, common.timeout or target.timeout or DEFAULT_TIMEOUT)
         rounds = 0
         while True:
-            result = asyncio.run(build(ctx))
             env = Environment.current()
+            try:
+                result = asyncio.run(build(ctx))
+            except Interrupted as stop:
+                stop.result.interrupted = True
+                render(stop.result, output, env.stdout, env.stderr)
+                pending = [o.addr for s in stop.result.steps for o in s.outcomes if isinstance(o.error, Pending)]
+                error_line("interrupted" + (f"; no answer yet from {', '.join(pending)}: the write may or may "
+                                            "not have been applied there" if pending else ""), env.stderr)
+                return int(stop.result.status)
             render(result, output, env.stdout, env.stderr)
             rounds += 1
             if interval is None or (count is not None and rounds >= count):
@@ -251,10 +269,18 @@ def write_command(
     ``check`` may judge the answers as a whole (set the result's error or warnings)."""
 
     async def build(ctx: Context) -> Result:
-        answers = await ctx.ask(send, request, detail=detail)
-        result = Result(command, args, [Step.from_answers(request, WRITE, answers, view=view)])
-        if check is not None:
-            await check(ctx, result)
+        progress: dict[str, Answer[Any]] = {}
+        result = None
+        try:
+            answers = await ctx.ask(send, request, detail=detail, progress=progress)
+            result = Result(command, args, [Step.from_answers(request, WRITE, answers, view=view)])
+            if check is not None:
+                await check(ctx, result)
+        except asyncio.CancelledError:
+            if result is None:  # Ctrl-C during the write: what each server had said by then
+                answers = {a: progress.get(a) or Answer(a, error=Pending(a, request, detail)) for a in ctx.addrs}
+                result = Result(command, args, [Step.from_answers(request, WRITE, answers, view=view)])
+            raise Interrupted(result) from None
         return result
 
     run(common, build)

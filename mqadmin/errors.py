@@ -203,6 +203,18 @@ class NotFound(ServerFailure):
         return self.text
 
 
+class Pending(ServerFailure):
+    """Sent, but the command was interrupted (Ctrl-C) before this target answered: the
+    write may or may not have been applied there."""
+
+    kind = "pending"
+    answered = False
+
+    @property
+    def reason(self) -> str:
+        return "no answer yet (interrupted): the write may or may not have been applied"
+
+
 class Skipped(ServerFailure):
     """The request was never sent to this target because an earlier step failed."""
 

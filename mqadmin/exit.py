@@ -15,6 +15,8 @@ class ExitStatus(IntEnum):
     PARTIAL = 3
     #: name servers answered but disagree
     DISAGREE = 4
+    #: Ctrl-C (128 + SIGINT); an interrupted write still reports each server
+    INTERRUPTED = 130
 
 
 EXIT_CODES_HELP = (

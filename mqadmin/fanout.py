@@ -117,11 +117,19 @@ async def ask_all(
     connection: type[C] = NamesrvConnection,  # type: ignore[assignment]
     request: int | None = None,
     detail: str = "",
+    progress: dict[str, Answer[T]] | None = None,
 ) -> dict[str, Answer[T]]:
-    """Run ``fn`` against every address concurrently; one Answer per address, in order."""
-    answers = await asyncio.gather(
-        *(ask_one(a, fn, timeout, connection=connection, request=request, detail=detail) for a in addrs)
-    )
+    """Run ``fn`` against every address concurrently; one Answer per address, in order.
+
+    ``progress`` receives each Answer as it arrives, so that a caller that is cancelled
+    (Ctrl-C) can still say which servers had answered and how."""
+    async def one(addr: str) -> Answer[T]:
+        answer = await ask_one(addr, fn, timeout, connection=connection, request=request, detail=detail)
+        if progress is not None:
+            progress[addr] = answer
+        return answer
+
+    answers = await asyncio.gather(*(one(a) for a in addrs))
     return dict(zip(addrs, answers))
 
 

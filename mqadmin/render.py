@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .errors import NameServerError, Skipped, request_label
+from .errors import NameServerError, Pending, Skipped, request_label
 from .result import LOOKUP, PROBE, READ, WRITE, Group, Result, Step
 
 #: Columns of a non-terminal stdout: wide enough that tables are never folded in pipes.
@@ -221,6 +221,8 @@ def _write(step: Step, result: Result, console: Console) -> None:
             status, extra = "OK", list(view.cells(o.data))
         elif isinstance(o.error, Skipped):
             status, latency = "NOT SENT", "-"
+        elif isinstance(o.error, Pending):
+            status, latency = "NO ANSWER YET", "-"
         else:
             reason = o.error.code_name if isinstance(o.error, NameServerError) else o.error.kind
             status = f"FAILED ({reason})"
@@ -242,7 +244,7 @@ def diagnostics(result: Result) -> list[str]:
         if step.skipped:
             lines.append(f"mqadmin: error: {request_label(step.request)} not sent: {step.skipped}")
         for o in step.outcomes:
-            if o.error is None or isinstance(o.error, Skipped) or (o.absent and not all_absent):
+            if o.error is None or isinstance(o.error, (Skipped, Pending)) or (o.absent and not all_absent):
                 continue
             level = "warning" if step.kind == PROBE else "error"
             lines.append(f"mqadmin: {level}: {o.error.message}")

@@ -216,12 +216,16 @@ class Result:
     steps: list[Step] = field(default_factory=list)
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    #: Ctrl-C ended it: the steps say what was done, and the status is INTERRUPTED
+    interrupted: bool = False
 
     def step(self, request: int) -> Step | None:
         return next((s for s in self.steps if s.request == request), None)
 
     @property
     def status(self) -> ExitStatus:
+        if self.interrupted:
+            return ExitStatus.INTERRUPTED
         if self.error is not None:
             return ExitStatus.ERROR
         writes = [s for s in self.steps if s.kind == WRITE]

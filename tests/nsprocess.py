@@ -42,11 +42,14 @@ class NameServerProcess:
     def addr(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 20.0) -> "NameServerProcess":
+    def start(self, timeout: float = 20.0, *, keep_config: bool = False) -> "NameServerProcess":
+        """Write the ``-c`` file from ``properties`` and start; ``keep_config``: start
+        on the file as the previous run left it (updateNamesrvConfig writes it)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         props = {"kvConfigPath": str(self.workdir / "kvConfig.json"), **self.properties}
         self.properties = props
-        self.config_file.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        if not keep_config:
+            self.config_file.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         env = {**os.environ, "HOME": str(self.workdir), "PYTHONUNBUFFERED": "1"}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mqadmin", "namesrv", "start", "--port", "0", "--listen", "127.0.0.1",

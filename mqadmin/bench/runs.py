@@ -118,11 +118,12 @@ def bench_memory(*, topics: int, brokers: int, say: Progress) -> dict[str, Any]:
             "via_decode_ratio": round(decoded["rss_bytes"] / decoded["msgpack_bytes"], 2)}
 
 
-def _rss(pid: int) -> int:
+def rss(pid: int, field: str = "VmRSS") -> int:
+    """Bytes of ``field`` (VmRSS: resident now, VmHWM: peak resident) of process ``pid``."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no VmRSS for pid {pid}")
+    raise RuntimeError(f"no {field} for pid {pid}")
 
 
 async def bench_fleet(addr: str, *, pid: int | None, conns: int, inflight: int, requests: int,
@@ -137,11 +138,11 @@ async def bench_fleet(addr: str, *, pid: int | None, conns: int, inflight: int, 
         fleet += [(f"FleetCluster{c}", f"fleet-c{c}-b{b}", f"127.0.0.1:{23000 + 16 * c + 2 * b}", topics)
                   for b in range(8)]
     gc.collect()
-    rss_before = _rss(pid) if pid else None
+    rss_before = rss(pid) if pid else None
     say("registering 32 brokers x 10,000 topics")
     held = await register_fleet(addr, fleet)
     try:
-        rss_after = _rss(pid) if pid else None
+        rss_after = rss(pid) if pid else None
         cluster, name, baddr, topics = fleet[0]
         bumped = [topics_body(topics, counter=n) for n in range(2, 7)]
         say("bumped re-registrations of one broker")

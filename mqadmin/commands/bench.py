@@ -12,8 +12,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..bench import runs
+from ..bench import hostile, runs
 from ..core import Output, guard
+from ..errors import MqadminError
 from ..fanout import parse_addrs
 
 app = typer.Typer(help="Benchmarks: throughput, latency, registration and memory, as ratios to a same-run floor.",
@@ -116,3 +117,31 @@ def fleet(namesrv: NamesrvOpt = None, conns: ConnsOpt = 8, inflight: InflightOpt
     re-registration vs json.loads, memory growth (our own server only), route queries vs echo."""
     _measure(namesrv, output, lambda addr, pid, say: runs.run(runs.bench_fleet(
         addr, pid=pid, conns=conns, inflight=inflight, requests=requests, say=say)))
+
+
+def _own_server(work: Callable[[str, int, Callable[[str], None]], dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    def measure(addr: str, pid: int | None, say: Callable[[str], None]) -> dict[str, Any]:
+        if pid is None:
+            raise MqadminError("this benchmark reads the server's resident size: run it without -n")
+        return work(addr, pid, say)
+    return measure
+
+
+@app.command("slow-readers")
+def slow_readers(clients: Annotated[int, typer.Option("--clients", min=1)] = 50,
+                 requests: Annotated[int, typer.Option("--requests", min=1)] = 20_000,
+                 brokers: Annotated[int, typer.Option("--brokers", min=1, help="Brokers in the route asked for.")] = 48,
+                 output: OutputOpt = Output.table) -> None:
+    """Clients that send route queries and never read: the server's resident growth against
+    clients x writeBufferLimit, and a reading client's p99 against its p99 before (own server)."""
+    _measure(None, output, _own_server(lambda addr, pid, say: runs.run(hostile.bench_slow_readers(
+        addr, pid=pid, clients=clients, requests=requests, brokers=brokers, say=say))))
+
+
+@app.command("churn")
+def churn(brokers: Annotated[int, typer.Option("--brokers", min=1)] = 5000,
+          output: OutputOpt = Output.table) -> None:
+    """Brokers registering and leaving one after another: resident size after against
+    before (goal: within a few MB; own server)."""
+    _measure(None, output, _own_server(lambda addr, pid, say: runs.run(hostile.bench_churn(
+        addr, pid=pid, brokers=brokers, say=say))))

@@ -37,7 +37,7 @@ def _int(obj: Mapping[str, Any], key: str, default: int, what: str) -> int:
         return default
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise BodyDecodeError(f"{what}: field {key!r} is not a number: {value!r}") from None
 
 

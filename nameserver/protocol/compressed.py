@@ -15,8 +15,12 @@ from .errors import BodyDecodeError
 from .fastjson import lenient_loads
 
 _I32 = struct.Struct(">i")
-#: Inflated size we accept; a 16 MiB frame of zeros can inflate ~1000x, so cap it.
-MAX_INFLATED = 256 * 1024 * 1024
+#: Inflated size we accept by default: the frame limit, so that a compressed body can
+#: carry no more than the same registration sent uncompressed. Deflate reaches ~1000:1,
+#: and a 1 MB stream of zeros once cost 500 MB here before it was refused.
+MAX_INFLATED = 16 * 1024 * 1024
+#: Topics one registration may carry by default (``maxTopicsPerRegistration``).
+MAX_TOPICS = 100_000
 
 
 def encode_compressed(body: RegisterBrokerBody) -> bytes:
@@ -35,14 +39,20 @@ def encode_compressed(body: RegisterBrokerBody) -> bytes:
     return zlib.compress(bytes(out), 9)
 
 
-def decode_compressed(data: bytes) -> RegisterBrokerBody:
+def decode_compressed(data: bytes, *, max_inflated: int = MAX_INFLATED,
+                      max_topics: int = MAX_TOPICS) -> RegisterBrokerBody:
     """Inflate and parse. A 6-part topic line (5.x writers add attributes) is accepted;
-    4.9.8 would refuse it, but being lenient costs nothing here."""
+    4.9.8 would refuse it, but being lenient costs nothing here.
+
+    Raises BodyDecodeError for a body that inflates beyond ``max_inflated`` bytes
+    (checked while inflating: no more than that is ever held) or announces more than
+    ``max_topics`` topics (checked before any is parsed).
+    """
     try:
         d = zlib.decompressobj()
-        raw = d.decompress(data, MAX_INFLATED)
+        raw = d.decompress(data, max_inflated)
         if d.unconsumed_tail:
-            raise BodyDecodeError(f"compressed body inflates beyond {MAX_INFLATED} bytes")
+            raise BodyDecodeError(f"compressed body inflates beyond {max_inflated} bytes")
     except zlib.error as exc:
         raise BodyDecodeError(f"compressed body is not a zlib stream: {exc}") from None
     pos = 0
@@ -65,10 +75,12 @@ def decode_compressed(data: bytes) -> RegisterBrokerBody:
         return chunk
 
     try:
-        dv = DataVersion.from_obj(json.loads(take_bytes("data version")))
+        dv = DataVersion.from_obj(lenient_loads(take_bytes("data version")))
         count = take_int("topic count")
         if count < 0:
             raise BodyDecodeError(f"compressed body: negative topic count {count}")
+        if count > max_topics:
+            raise BodyDecodeError(f"compressed body: {count} topics exceed the limit of {max_topics}")
         topics: dict[str, TopicConfig] = {}
         for _ in range(count):
             fields = take_bytes("topic").decode("utf-8").split(" ")
@@ -80,7 +92,7 @@ def decode_compressed(data: bytes) -> RegisterBrokerBody:
                 perm=int(perm), topic_filter_type=filter_type,
             )
         # 4.9.8 always reads this part; a body that ends before it is refused there too.
-        filters = json.loads(take_bytes("filter servers"))
+        filters = lenient_loads(take_bytes("filter servers"))
         # 5.x appends its static-topic mappings (count, then one JSON each, keyed by the
         # info's own topic); 4.x bodies end here.
         mappings: dict[str, TopicQueueMappingInfo] = {}

@@ -9,6 +9,7 @@ both; writers produce exactly the form the Java name server would (spec 5.1).
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -25,14 +26,47 @@ def _quote_key(m: re.Match[str]) -> str:
     return f'{m.group(1)}"{m.group(2)}"{m.group(3)}'
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999: Java refuses it too, and int(inf) would escape
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# An escaped UTF-16 surrogate; only then can the stdlib parser produce a lone one.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _stdlib_loads(text: str) -> Any:
+    """``json.loads`` held to what orjson and Java accept: no NaN/Infinity, no
+    overflowing numbers, no lone surrogates, and deep nesting a ValueError instead of
+    a RecursionError. Every refusal is a ValueError naming what was wrong."""
+    try:
+        obj = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    if _SURROGATE_ESCAPE.search(text):
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("string holds a lone UTF-16 surrogate (not valid Unicode)") from None
+    return obj
+
+
 def lenient_loads(data: bytes | str) -> Any:
     """Parse standard JSON or fastjson's default dialect (unquoted integer keys).
 
     Integer map keys come back as strings; callers that know a map is keyed by
-    Long convert them. Raises ValueError on anything that is neither.
+    Long convert them. Raises ValueError (UnicodeDecodeError included) on anything
+    that is neither, and on what no peer may send: NaN, Infinity, numbers beyond a
+    double, lone surrogates, nesting deeper than orjson's 1024 levels.
 
     orjson parses the common, standard case several times faster than ``json``; what
-    it refuses (fastjson's bare keys, lone surrogates, NaN) goes the slower way.
+    it refuses (fastjson's bare keys, and everything above) goes the slower way.
     """
     try:
         return orjson.loads(data)
@@ -40,10 +74,10 @@ def lenient_loads(data: bytes | str) -> Any:
         pass
     text = data.decode("utf-8") if isinstance(data, (bytes, bytearray, memoryview)) else data
     try:
-        return json.loads(text)
+        return _stdlib_loads(text)
     except json.JSONDecodeError:
         pass
-    return json.loads(_BARE_KEY.sub(_quote_key, text))
+    return _stdlib_loads(_BARE_KEY.sub(_quote_key, text))
 
 
 # ------------------------------------------------------------------ writers ----

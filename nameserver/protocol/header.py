@@ -58,15 +58,24 @@ def encode_json_header(
 def _as_int(obj: Mapping[str, Any], key: str) -> int:
     value = obj.get(key, 0)
     if type(value) is int:
-        return value
+        return _int32(value, key)
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise RemoteProtocolError(f"header field {key!r} is not a number: {value!r}")
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise RemoteProtocolError(f"header field {key!r} is not a number: {value!r}") from None
+    return _int32(number, key)
+
+
+def _int32(number: int, key: str) -> int:
+    # Java reads these into an int; a bigger number would fail there, and here it
+    # could not be echoed in a ROCKETMQ header.
+    if not -0x80000000 <= number <= 0x7FFFFFFF:
+        raise RemoteProtocolError(f"header field {key!r} is out of range: {number}")
+    return number
 
 
 def _ext_value(value: Any) -> str:
@@ -77,7 +86,10 @@ def _ext_value(value: Any) -> str:
     if isinstance(value, (int, float)):
         return str(value)
     # Java would call toString(); nested structures are not legal custom-header values.
-    return json.dumps(value, separators=_COMPACT)
+    try:
+        return json.dumps(value, separators=_COMPACT)
+    except RecursionError:
+        raise RemoteProtocolError("header field 'extFields' holds a value nested too deeply") from None
 
 
 def decode_json_header(data: bytes) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -53,8 +54,13 @@ def _items() -> tuple[ConfigItem, ...]:
         ConfigItem("frameMaxLength", int, 16 * 1024 * 1024, "largest frame accepted (com.rocketmq.remoting.frameMaxLength)"),
         ConfigItem("headerMaxLength", int, 256 * 1024, "largest command header accepted"),
         ConfigItem("frameReadTimeoutSeconds", int, 30, "close a connection that leaves a frame incomplete this long"),
+        ConfigItem("writeBufferLimit", int, 1024 * 1024,
+                   "unsent answer bytes per connection past which its requests are left unread"),
         ConfigItem("maxConnections", int, 10_000, "connections beyond this are closed at once (0 = no limit)"),
         ConfigItem("adminAllowList", str, "", "client addresses/networks allowed admin writes, ';' or ',' separated (empty = all)"),
+        ConfigItem("brokerAllowList", str, "",
+                   "addresses/networks allowed to register, unregister and heartbeat (empty = all)"),
+        ConfigItem("maxTopicsPerRegistration", int, 100_000, "topics one broker registration may carry"),
         ConfigItem("routeSnapshotPath", str, "", "warm-restart route snapshot file (empty = off)"),
         ConfigItem("routeSnapshotInterval", int, 10_000, "ms between route snapshot writes, when routes changed"),
         ConfigItem("metricsPort", int, -1, "serve Prometheus /metrics on this port (-1 = off, 0 = pick one)"),
@@ -82,8 +88,8 @@ _JAVA_INT = re.compile(r"[+-]?[0-9]+")
 #: Keys no remote update may change, whatever configBlackList says (spec 4.11).
 FIXED_BLACK_LIST = frozenset({
     "configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome",
-    # Ours: paths and the write allowlist, which a remote update must never widen.
-    "adminAllowList", "routeSnapshotPath",
+    # Ours: paths and the allowlists, which a remote update must never widen.
+    "adminAllowList", "brokerAllowList", "routeSnapshotPath",
 })
 
 
@@ -100,6 +106,8 @@ _RULES: dict[str, tuple[Callable[[int], bool], str]] = {
     "maxConnections": (lambda v: v >= 0, "0 (no limit) or a positive number of connections"),
     "frameMaxLength": (_positive, "a positive number of bytes"),
     "headerMaxLength": (_positive, "a positive number of bytes"),
+    "maxTopicsPerRegistration": (_positive, "a positive number of topics"),
+    "writeBufferLimit": (_positive, "a positive number of bytes"),
     "metricsPort": (lambda v: -1 <= v <= 65535, "-1 (off) or a TCP port (0-65535)"),
 }
 
@@ -178,6 +186,7 @@ class NamesrvConfig:
         file the next start refuses.
         """
         parse_allow_list(self.values["adminAllowList"])
+        parse_allow_list(self.values["brokerAllowList"], "brokerAllowList")
         port = self.values["listenPort"]
         if not 0 <= port <= 65535:
             raise ConfigError(f"listenPort: {port} is not a TCP port (0-65535)")
@@ -190,11 +199,21 @@ class NamesrvConfig:
         so a bad value (unparsable, or refused by ``validate``) raises ConfigError with
         nothing changed. Unknown keys are ignored, as Java does, and returned as rejected.
         """
+        candidate, changed, rejected = self.prepare(props)
+        self.commit(candidate)
+        return changed, rejected
+
+    def prepare(self, props: Mapping[str, str]) -> tuple[NamesrvConfig, list[str], list[str]]:
+        """``update`` without touching this config: (the updated copy, changed, rejected).
+        The caller saves the copy's ``to_text()`` and only then ``commit``s it, so that
+        a change that cannot be saved is never live."""
         candidate = self.copy()
         changed, rejected = candidate.apply(props, strict=True, keep_unknown=False)
         candidate.validate()
+        return candidate, changed, rejected
+
+    def commit(self, candidate: NamesrvConfig) -> None:
         self.values.update(candidate.values)
-        return changed, rejected
 
     def black_list(self) -> frozenset[str]:
         configured = {k for k in str(self.values.get("configBlackList") or "").split(";") if k}
@@ -212,12 +231,39 @@ class NamesrvConfig:
         return out
 
     def to_text(self) -> str:
-        """``key=value`` lines, values raw (no escaping), sorted by key as 5.x does."""
-        return "".join(f"{k}={v}\n" for k, v in sorted(self.to_properties().items()))
+        """``key=value`` lines sorted by key as 5.x does, escaped as properties text so
+        that reading it back gives every value unchanged: a value holding a line break
+        stays one value, and can never become a second key in the file."""
+        return "".join(f"{_escape(k, key=True)}={_escape(v)}\n" for k, v in sorted(self.to_properties().items()))
 
 
-def parse_allow_list(text: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
-    """``10.0.0.5;10.1.0.0/16,::1`` -> networks. Raises ConfigError naming a bad entry."""
+_SIMPLE_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}
+_KEY_SPECIALS = frozenset("=: \t#!")
+
+
+def _escape(text: str, *, key: bool = False) -> str:
+    """Properties escaping of one key or value. Ordinary text (paths, lists, numbers)
+    is written as is, so getNamesrvConfig reads as Java's; only backslashes, control
+    and line-separator characters, a value's leading blanks and a key's separators are
+    escaped."""
+    out = []
+    leading = len(text) - len(text.lstrip(" "))  # blanks the reader would drop
+    for i, ch in enumerate(text):
+        if ch in _SIMPLE_ESCAPES:
+            out.append(_SIMPLE_ESCAPES[ch])
+        elif unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
+            out.append(f"\\u{ord(ch):04x}")
+        elif (key and ch in _KEY_SPECIALS) or (ch == " " and i < leading):
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def parse_allow_list(text: str, name: str = "adminAllowList"
+                     ) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """``10.0.0.5;10.1.0.0/16,::1`` -> networks. Raises ConfigError naming the item
+    (``name``) and the bad entry."""
     networks = []
     for entry in re.split(r"[;,\s]+", text.strip()):
         if not entry:
@@ -225,17 +271,30 @@ def parse_allow_list(text: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6N
         try:
             networks.append(ipaddress.ip_network(entry, strict=False))
         except ValueError:
-            raise ConfigError(f"adminAllowList: {entry!r} is not an IP address or network") from None
+            raise ConfigError(f"{name}: {entry!r} is not an IP address or network") from None
     return tuple(networks)
+
+
+def _valid_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, from a \uD800 escape
+        return False
+    return True
 
 
 def parse_properties(text: str) -> dict[str, str]:
     """Java ``Properties.load`` semantics (comments, ``:``/``=``/blank separators,
-    continuations, ``\\uXXXX``). Raises ConfigError on text it cannot read."""
+    continuations, ``\\uXXXX``). Raises ConfigError on text it cannot read, and on
+    escapes that make text no UTF-8 file can hold (a lone surrogate)."""
     try:
-        return dict(javaproperties.loads(text))
+        props = dict(javaproperties.loads(text))
     except (ValueError, UnicodeError) as exc:
         raise ConfigError(f"not a properties text: {exc}") from None
+    for key, value in props.items():
+        if not (_valid_unicode(key) and _valid_unicode(value)):
+            raise ConfigError(f"not a properties text: {key!r} holds a lone UTF-16 surrogate (not valid Unicode)")
+    return props
 
 
 def load_properties_file(path: str | os.PathLike[str]) -> dict[str, str]:

@@ -380,6 +380,11 @@ class RouteTable:
                     break  # channel destroy: only the first cluster holding it (6.2 step 4)
         self.topic_queue_table.remap(
             lambda queues: (self._without(queues, broker_name) or None) if broker_name in queues else queues)
+        # No topic holds this broker's QueueData any more: forget its pool, and the maps
+        # and transitions that held them, or broker churn grows the server for ever.
+        # (The remap above already cost O(topics), as does the compaction.)
+        self._pooled -= len(self._pools.pop(broker_name, ()))
+        self._compact()
         self._changed()
 
     def _remove_addr(self, broker_addr: str, reason: str, conn: Hashable | None) -> Removal:
@@ -534,7 +539,7 @@ class RouteTable:
             del self.topic_queue_table[topic]
 
     def _rewrite_perm(self, broker_name: str, wipe: bool) -> int:
-        pool = self._pool(broker_name)
+        pool = self._pools.get(broker_name)  # no pool for a name no topic has (a mistyped -b)
         visited = 0
 
         def rewrite(queues: QueueMap) -> QueueMap:

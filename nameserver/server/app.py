@@ -9,13 +9,14 @@ import os
 import signal
 import socket
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 from .. import snapshot
 from ..registry.clock import system_clock
 from ..registry.config import NamesrvConfig
 from ..registry.routes import RouteTable
-from ..storage import StorageError, atomic_write, load_kv
+from ..storage import PathLock, StorageError, atomic_write, load_kv, remove_stale_temp_files
 from .connection import Connection
 from .dispatch import Processor
 from .memtrim import release_free_memory
@@ -36,12 +37,50 @@ class ListenError(OSError):
         super().__init__(cause.errno, self.message)
 
 
+#: The files a server writes: item, what it is, how to give each server its own.
+_OWN_PATHS = (
+    ("kvConfigPath", "KV config", "give each server its own --kv-config (kvConfigPath)"),
+    ("configStorePath", "config file", "give each server its own -c file (configStorePath)"),
+    ("routeSnapshotPath", "route snapshot", "give each server its own --route-snapshot"),
+)
+
+
+def lock_paths(config: NamesrvConfig) -> list[PathLock]:
+    """Lock every file this server writes, for the life of the process, and delete the
+    temporary files a killed writer left there. Two servers on one path lost
+    acknowledged writes (same temporary file, each rewriting the other's table), so a
+    second one refuses to start: StorageError names the path and the other process."""
+    locks: list[PathLock] = []
+    try:
+        for item, what, hint in _OWN_PATHS:
+            path = config[item]
+            if path and not any(lock.path == Path(path) for lock in locks):
+                lock = PathLock(path, what, hint)
+                locks.append(lock)
+                if lock.unlocked is not None:
+                    log.warning("%s %s is not locked against other servers (%s)", what, path, lock.unlocked)
+                    continue
+                for leftover in remove_stale_temp_files(path):
+                    log.info("removed leftover temporary file %s", leftover)
+    except StorageError:
+        for lock in locks:
+            lock.release()
+        raise
+    return locks
+
+
 class NameServer:
     def __init__(self, config: NamesrvConfig) -> None:
         self.config = config
         self.max_frame = config["frameMaxLength"]
         self.max_header = config["headerMaxLength"]
-        self.kv = load_kv(config["kvConfigPath"])  # a corrupt file stops the start, by design
+        self.write_limit = config["writeBufferLimit"]
+        self._locks = lock_paths(config)
+        try:
+            self.kv = load_kv(config["kvConfigPath"])  # a corrupt file stops the start, by design
+        except StorageError:
+            self._release_locks()
+            raise
         self.routes = RouteTable(default_timeout_ms=config["brokerChannelExpiredTime"])
         self.processor = Processor(
             self.routes, self.kv, config,
@@ -57,6 +96,7 @@ class NameServer:
         self.metrics_port: int | None = None
         self._snapshot_generation = -1
         self._trimmed_generation = -1
+        self._stopping = False
         if config["routeSnapshotPath"]:
             self._restore_snapshot(config["routeSnapshotPath"])
 
@@ -122,6 +162,7 @@ class NameServer:
                 backlog=self.config["serverSocketBacklog"], reuse_address=True,
             )
         except OSError as exc:
+            self._release_locks()
             raise ListenError("", host, self.config["listenPort"], exc) from None
         sock = self._server.sockets[0]
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -139,6 +180,7 @@ class NameServer:
                 # Not stop(): that saves the KV table and the route snapshot, and a server
                 # that never started must not overwrite them.
                 self._close()
+                self._release_locks()
                 raise ListenError(" (--metrics-port)", host, self.config["metricsPort"], exc) from None
             log.info("metrics on http://%s:%d/metrics", host, self.metrics_port)
 
@@ -161,7 +203,7 @@ class NameServer:
             if idle > 0 and conn.last_activity < now - idle:
                 log.info("closing idle connection from %s (idle > %d s)", conn.peer, idle)
                 conn.close()
-            elif slow > 0 and conn.decoder.in_frame and conn.frame_started < now - slow:
+            elif slow > 0 and conn.decoder.in_frame and not conn.output_full and conn.frame_started < now - slow:
                 log.warning("closing connection from %s: frame incomplete for more than %d s (%d bytes buffered)",
                             conn.peer, slow, conn.decoder.buffered)
                 conn.close()
@@ -172,6 +214,10 @@ class NameServer:
 
     def connection_closed(self, conn: Connection) -> None:
         self.connections.discard(conn)
+        if self._stopping:
+            # Our shutdown closed it, not the broker: the broker is as alive as it was,
+            # and the snapshot written at shutdown must still hold it (warm restart).
+            return
         for removal in self.routes.connection_closed(conn):
             self._removed("connection_closed")
             log.warning("broker removed: %s (%s), its connection from %s closed",
@@ -187,7 +233,9 @@ class NameServer:
             conn.close()
 
     async def stop(self) -> None:
-        """Stop accepting, let written answers drain, save the KV table."""
+        """Stop accepting, let written answers drain, save the KV table and the routes
+        as they were: brokers registered on connections we close are kept."""
+        self._stopping = True
         self._close()
         await asyncio.sleep(0)
         try:
@@ -198,7 +246,12 @@ class NameServer:
             self.write_snapshot()
         except Exception as exc:
             log.error("route snapshot not written at shutdown: %s", exc)
+        self._release_locks()
         log.info("name server stopped")
+
+    def _release_locks(self) -> None:
+        for lock in self._locks:
+            lock.release()
 
 
 async def serve(config: NamesrvConfig, *, on_ready: Any = None) -> None:

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nameserver.connection")
 
+#: Bytes of answers joined into one write: large enough that a pipelining client costs
+#: few system calls, small enough that the join's copy adds little to the buffer.
+WRITE_BATCH = 256 * 1024
+
 
 class Connection(asyncio.Protocol):
     """Also the opaque token the registry stores for brokers registered on it."""
@@ -32,6 +36,8 @@ class Connection(asyncio.Protocol):
         #: when the frame now partly buffered began to arrive (see data_received)
         self.frame_started = self.last_activity
         self.closing = False
+        #: unsent output is past the limit: frames wait in the decoder (see _serve)
+        self.output_full = False
 
     def __repr__(self) -> str:
         return f"<Connection {self.peer}>"
@@ -51,36 +57,55 @@ class Connection(asyncio.Protocol):
             return
         self.server.connections.add(self)
         # Large pipelined bursts must not buffer unboundedly: pause reading instead.
-        tcp.set_write_buffer_limits(high=4 * 1024 * 1024)
+        tcp.set_write_buffer_limits(high=self.server.write_limit)
 
     def data_received(self, data: bytes) -> None:
         self.last_activity = time.monotonic()
         continuing = self.decoder.in_frame
         self.decoder.feed(data)
-        # All answers to one chunk go out in one write: a write per answer costs a
-        # system call each and was most of the time of a busy connection.
-        answers: list[bytes] = []
-        error: ProtocolError | None = None
-        while not self.closing:
-            try:
-                cmd = self.decoder.next_frame()
-            except ProtocolError as exc:
-                error = exc
-                break
-            if cmd is NEED_DATA:
-                if not continuing:  # a new partial frame started in this chunk
-                    self.frame_started = self.last_activity
-                break
-            continuing = False
-            answer = self._answer(cmd)  # type: ignore[arg-type]
-            if answer is not None:
-                answers.append(answer)
-        if answers and self.transport is not None:
-            self.transport.write(answers[0] if len(answers) == 1 else b"".join(answers))
-        if error is not None:
-            # Like Java's NettyDecoder: no answer to the bad frame, log with the peer, close.
-            log.warning("closing connection from %s: undecodable frame: %s", self.peer, error)
-            self.close()
+        self._serve(continuing)
+
+    def _serve(self, continuing: bool = True) -> None:
+        """Answer the buffered frames while this connection's unsent output is within
+        its limit (``writeBufferLimit``). Past it, the rest stays unread in the decoder
+        and the socket until the client has read enough (``resume_writing``): answers
+        are built only as fast as the client takes them, so a client that sends and never
+        reads costs about one limit of memory, not a whole read's worth of answers."""
+        limit = self.server.write_limit
+        while not self.closing and not self.output_full and self.transport is not None:
+            # All answers to one batch go out in one write: a write per answer costs a
+            # system call each and was most of the time of a busy connection.
+            answers: list[bytes] = []
+            unsent = self.transport.get_write_buffer_size()
+            batch_end = unsent + WRITE_BATCH  # the join below copies a batch: keep it small
+            error: ProtocolError | None = None
+            drained = False
+            while unsent <= limit and unsent < batch_end:
+                try:
+                    cmd = self.decoder.next_frame()
+                except ProtocolError as exc:
+                    error = exc
+                    break
+                if cmd is NEED_DATA:
+                    if not continuing:  # a new partial frame started in this chunk
+                        self.frame_started = self.last_activity
+                    drained = True
+                    break
+                continuing = False
+                answer = self._answer(cmd)  # type: ignore[arg-type]
+                if answer is not None:
+                    answers.append(answer)
+                    unsent += len(answer)
+            if answers:
+                # Past the transport's high-water mark (the same limit) this calls
+                # pause_writing, which ends the loop until the client reads.
+                self.transport.write(answers[0] if len(answers) == 1 else b"".join(answers))
+            if error is not None:
+                # Like Java's NettyDecoder: no answer to the bad frame, log with the peer, close.
+                log.warning("closing connection from %s: undecodable frame: %s", self.peer, error)
+                self.close()
+            if drained or error is not None:
+                return
 
     def _answer(self, cmd: RemotingCommand) -> bytes | None:
         metrics = self.server.metrics
@@ -103,17 +128,24 @@ class Connection(asyncio.Protocol):
             return None
         try:
             return encode(response)
-        except ProtocolError as exc:
+        except (ProtocolError, UnicodeError) as exc:
             log.error("cannot encode the answer to %s from %s: %s", code_name(cmd.code), self.peer, exc)
             return None
 
     def pause_writing(self) -> None:
-        if self.transport is not None:
+        """Unsent output passed the limit: stop answering and reading this client."""
+        self.output_full = True
+        if self.transport is not None and not self.closing:
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
+        """The client read down to the low-water mark: answer what is buffered, then read on."""
+        self.output_full = False
         if self.transport is not None and not self.closing:
-            self.transport.resume_reading()
+            self.last_activity = time.monotonic()  # the client reads: it is not idle
+            self._serve(continuing=False)  # a partial frame left buffered is timed from now
+            if not self.output_full and not self.closing:
+                self.transport.resume_reading()
 
     def close(self) -> None:
         self.closing = True

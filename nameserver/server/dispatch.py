@@ -12,7 +12,7 @@ import ipaddress
 import logging
 import zlib
 from dataclasses import replace
-from typing import Callable, Hashable
+from typing import Callable, Hashable, Sequence, Union
 
 from ..protocol.bodies import DataVersion, RegisterBrokerBody, TopicList, TopicRouteData, encode_kv_table, queue_shapes
 from ..protocol.codes import ORDER_TOPIC_CONFIG, VERSION_V3_0_11, VERSION_V4_9_4, RequestCode, ResponseCode, code_name
@@ -27,6 +27,7 @@ from ..registry.routes import RouteTable
 
 log = logging.getLogger("nameserver")
 
+Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
 FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
 #: 5.x answers GET_BROKER_MEMBER_GROUP with the remark its response factory starts with.
 MEMBER_GROUP_REMARK = "not set any response code"
@@ -73,8 +74,14 @@ def _flag(cmd: RemotingCommand, key: str) -> bool:
 
 Handler = Callable[[RemotingCommand, Hashable], RemotingCommand]
 
+#: Requests by which a broker joins, stays or leaves (``brokerAllowList``).
+BROKER_WRITES = frozenset({
+    RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.BROKER_HEARTBEAT,
+    RequestCode.QUERY_DATA_VERSION,  # refreshes a broker's liveness, as a heartbeat does
+})
+
 #: Requests that change what the name server holds on an operator's behalf (brokers'
-#: own registrations are not admin writes).
+#: own registrations are not admin writes; ``adminAllowList``).
 ADMIN_WRITES = frozenset({
     RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG, RequestCode.WIPE_WRITE_PERM_OF_BROKER,
     RequestCode.ADD_WRITE_PERM_OF_BROKER, RequestCode.DELETE_TOPIC_IN_NAMESRV, RequestCode.UPDATE_NAMESRV_CONFIG,
@@ -109,6 +116,7 @@ class Processor:
         self._route_cache_generation = -1
         self.route_cache_hits = 0
         self.admin_allow_list = parse_allow_list(config["adminAllowList"])
+        self.broker_allow_list = parse_allow_list(config["brokerAllowList"], "brokerAllowList")
         R = RequestCode
         self.handlers: dict[int, Handler] = {
             R.PUT_KV_CONFIG: self.put_kv_config,
@@ -152,16 +160,17 @@ class Processor:
             return None
         handler = self.handlers.get(cmd.code)
         try:
-            if self.admin_allow_list and cmd.code in ADMIN_WRITES and not self._allowed(client_host):
-                log.warning("refused %s from %s: not in adminAllowList", code_name(cmd.code), client_host)
-                raise RequestError(ResponseCode.NO_PERMISSION,
-                                   f"{code_name(cmd.code)} from {client_host} refused: not in adminAllowList")
+            if self.admin_allow_list and cmd.code in ADMIN_WRITES:
+                self._check_allowed(cmd, client_host, self.admin_allow_list, "adminAllowList")
+            elif self.broker_allow_list and cmd.code in BROKER_WRITES:
+                self._check_allowed(cmd, client_host, self.broker_allow_list, "brokerAllowList")
             if handler is None:
                 raise RequestError(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
             response = handler(cmd, conn)
         except RequestError as exc:
             response = cmd.response(exc.code, remark=exc.remark, ext=exc.ext, version=self.version)
         except BodyDecodeError as exc:
+            log.warning("refused %s from %s: %s", code_name(cmd.code), client_host, exc)
             response = cmd.response(ResponseCode.SYSTEM_ERROR, remark=str(exc), version=self.version)
         except Exception as exc:  # a bug: keep serving, but say so loudly
             log.exception("%s (%d) failed", code_name(cmd.code), cmd.code)
@@ -170,14 +179,17 @@ class Processor:
             )
         return None if cmd.is_oneway else response
 
-    def _allowed(self, client_host: str | None) -> bool:
-        if client_host is None:
-            return False
+    @staticmethod
+    def _check_allowed(cmd: RemotingCommand, client_host: str | None, networks: Sequence[Network], name: str) -> None:
+        """Raise NO_PERMISSION unless ``client_host`` is in one of ``networks``."""
         try:
-            ip = ipaddress.ip_address(client_host)
+            ip = None if client_host is None else ipaddress.ip_address(client_host)
         except ValueError:
-            return False
-        return any(ip in net for net in self.admin_allow_list)
+            ip = None
+        if ip is None or not any(ip in net for net in networks):
+            log.warning("refused %s from %s: not in %s", code_name(cmd.code), client_host, name)
+            raise RequestError(ResponseCode.NO_PERMISSION,
+                               f"{code_name(cmd.code)} from {client_host} refused: not in {name}")
 
     def _ok(self, cmd: RemotingCommand, *, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
         return cmd.response(ResponseCode.SUCCESS, ext=ext, body=body, version=self.version)
@@ -250,14 +262,17 @@ class Processor:
             raise RequestError(ResponseCode.SYSTEM_ERROR, "crc32 not match", {})
         timeout = cmd.ext_get("heartbeatTimeoutMillis")
         acting = cmd.ext_get("enableActingMaster")  # only 5.x brokers send it
+        max_topics = self.config["maxTopicsPerRegistration"]
         if _flag(cmd, "compressed"):
-            body = decode_compressed(cmd.body)
+            body = decode_compressed(cmd.body, max_inflated=self.config["frameMaxLength"], max_topics=max_topics)
             data_version, topics = body.data_version, queue_shapes(body.topic_configs)
             filters: tuple[str, ...] | None = tuple(body.filter_server_list)
             mappings = body.topic_queue_mapping_info
         else:
             data_version, topics, listed, mappings = RegisterBrokerBody.decode_queues_mapped(cmd.body, cmd.version)
             filters = listed if cmd.body and cmd.version >= VERSION_V3_0_11 else None
+            if len(topics) > max_topics:
+                raise BodyDecodeError(f"RegisterBrokerBody: {len(topics)} topics exceed the limit of {max_topics}")
         result = self.routes.register_broker(
             cluster, broker_name, broker_addr, broker_id, ha_addr,
             data_version, topics, filters, conn,
@@ -392,14 +407,20 @@ class Processor:
             log.warning("refused config update of black-listed %s", ", ".join(blocked))
             raise RequestError(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
         try:
-            changed, ignored = self.config.update(props)
+            candidate, changed, ignored = self.config.prepare(props)
         except ConfigError as exc:
             log.warning("refused config update: %s", exc)
             raise RequestError(ResponseCode.SYSTEM_ERROR, str(exc)) from None
+        text = candidate.to_text()
+        if parse_properties(text) != candidate.to_properties():  # to_text escapes; this proves it
+            raise RequestError(ResponseCode.SYSTEM_ERROR, "config not saved: a value cannot be written back as read")
         try:
-            self.persist_config(self.config.to_text())
+            self.persist_config(text)
         except Exception as exc:
-            raise RequestError(ResponseCode.SYSTEM_ERROR, f"config applied but not saved: {exc}") from None
+            # Not live either: what clients read is what the next start will use.
+            log.error("config update not saved, nothing changed: %s", exc)
+            raise RequestError(ResponseCode.SYSTEM_ERROR, f"config not saved, nothing changed: {exc}") from None
+        self.config.commit(candidate)
         log.info("config updated: %s%s", ", ".join(changed) or "nothing changed",
                  f" (ignored: {', '.join(ignored)})" if ignored else "")
         return self._ok(cmd)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ from typing import Iterator
 
 import pytest
 
+from nameserver.protocol.codes import ResponseCode
 from tests.cli.fakes import ThreadedServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,9 +38,8 @@ def _default_sigint() -> None:
 
 @pytest.mark.parametrize("args,servers", [
     (["clusterList"], 1),
-    (["updateKvConfig", "-s", "ns", "-k", "k", "-v", "v"], 2),
     (["diff-namesrv"], 2),
-], ids=["read-one-server", "write-fan-out", "diff-namesrv"])
+], ids=["read-one-server", "diff-namesrv"])
 def test_sigint_exits_130_with_one_line(silent: list[ThreadedServer], args: list[str], servers: int) -> None:
     addrs = ";".join(s.addr for s in silent[:servers])
     env = {**os.environ, "NAMESRV_ADDR": "", "MQADMIN_CONFIG": "/nonexistent"}
@@ -60,3 +61,53 @@ def test_sigint_exits_130_with_one_line(silent: list[ThreadedServer], args: list
             proc.kill()
             proc.communicate()
     assert (proc.returncode, err, out) == (130, "mqadmin: error: interrupted\n", ""), f"after {took:.1f} s"
+
+
+def _interrupt_write(servers: list[ThreadedServer], *extra: str) -> tuple[int, str, str]:
+    """``updateKvConfig`` to ``servers``, Ctrl-C once every server has its request and the
+    ones that answer have answered; (exit status, stdout, stderr)."""
+    env = {**os.environ, "NAMESRV_ADDR": "", "MQADMIN_CONFIG": "/nonexistent", "COLUMNS": "200"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mqadmin", "updateKvConfig", "-s", "ns", "-k", "k", "-v", "v",
+         "-n", ";".join(s.addr for s in servers), "--timeout", "60", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, preexec_fn=_default_sigint,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while not all(s.requests for s in servers) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert all(s.requests for s in servers), "mqadmin sent nothing"
+        time.sleep(0.5)  # the answering server's reply reaches mqadmin
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=BOUND)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, out, err
+
+
+def test_interrupted_write_reports_every_server(silent: list[ThreadedServer]) -> None:
+    """The good server holds the new value: the operator must see that, and which
+    server may or may not have it."""
+    good = ThreadedServer(lambda cmd: cmd.response(ResponseCode.SUCCESS)).start()
+    try:
+        code, out, err = _interrupt_write([good, silent[0]])
+    finally:
+        good.stop()
+    assert code == 130
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith("127.0.0.1:")}
+    assert rows[good.addr][0] == "OK"
+    assert rows[silent[0].addr][:4] == ["NO", "ANSWER", "YET", "-"]
+    assert "1/2 name servers OK" in out
+    assert err == (f"mqadmin: error: interrupted; no answer yet from {silent[0].addr}: "
+                   "the write may or may not have been applied there\n")
+
+
+def test_interrupted_write_as_json(silent: list[ThreadedServer]) -> None:
+    code, out, err = _interrupt_write(silent, "-o", "json")
+    doc = json.loads(out)
+    assert (code, doc["status"], doc["exit_status"]) == (130, "interrupted", 130)
+    assert [(s["addr"], s["ok"], s["answered"], s["error"]["type"]) for s in doc["steps"][0]["servers"]] == [
+        (s.addr, False, False, "pending") for s in silent]
+    assert err.startswith("mqadmin: error: interrupted; no answer yet from ")

@@ -43,3 +43,16 @@ def test_bench_memory() -> None:
     assert out["msgpack_bytes"] > 5000 * 20
     assert out["registry_rss_bytes"] > 0 and out["ratio"] > 0 and out["via_decode_rss_bytes"] > 0
     assert out["queue_layouts"] == 1  # every topic has the same queues on the same brokers
+
+
+def test_bench_slow_readers() -> None:
+    out = bench("slow-readers", "--clients", "3", "--requests", "500", "--brokers", "4")
+    assert (out["clients"], out["requests_each"], out["clients_x_write_limit_mb"]) == (3, 500, 3.0)
+    assert abs(out["ratio"] - out["rss_growth_mb"] / 3.0) < 0.05  # rounding of the MB figure
+    assert out["reader_p99_ms"] > 0 and out["reader_p99_quiet_ms"] > 0
+
+
+def test_bench_churn() -> None:
+    out = bench("churn", "--brokers", "50")
+    assert out["brokers"] == 50 and out["rss_before_mb"] > 0
+    assert abs(out["ratio"] - out["rss_after_mb"] / out["rss_before_mb"]) < 0.005

@@ -83,3 +83,21 @@ def test_corrupt_snapshot_is_set_aside(tmp_path: Path) -> None:
     ns.start()
     assert "is not msgpack" in ns.stderr()
     ns.stop()
+
+
+def test_graceful_stop_keeps_the_brokers_it_disconnects(tmp_path: Path) -> None:
+    """SIGTERM closes every broker connection; that is the server stopping, not the
+    brokers dying, so the snapshot written at shutdown still holds them."""
+    snap = tmp_path / "routes.snapshot"
+    ns = NameServerProcess(tmp_path / "ns", {"routeSnapshotInterval": "60000"}, ["--route-snapshot", str(snap)]).start()
+    with RawClient(ns.addr) as a, RawClient(ns.addr) as b:
+        assert a.call(register("broker-a", "127.0.0.1:10911", topics={"order_topic": 4, "t2": 2})).code == 0
+        assert b.call(register("broker-b", "127.0.0.1:10921", topics={"order_topic": 4})).code == 0
+        before = route(ns)
+        assert ns.stop() == 0  # brokers still connected: shutdown closes their connections
+    ns.start()
+    assert "warm restart: 2 topics, 2 brokers" in ns.stderr()
+    after = route(ns)
+    assert before is not None and after is not None
+    assert after.queue_datas == before.queue_datas and after.broker_datas == before.broker_datas
+    ns.stop()

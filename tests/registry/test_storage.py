@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from nameserver.registry.kv import KVStore
-from nameserver.storage import StorageError, atomic_write, load_kv
+from nameserver.storage import PathLock, StorageError, atomic_write, load_kv
 
 JAVA_KV = b'{"configTable":{"ORDER_TOPIC_CONFIG":{"order_topic":"broker-a:4;broker-b:4"}}}'
 
@@ -97,3 +98,22 @@ def test_unreadable_kv_path_is_an_error_naming_it(tmp_path: Path) -> None:
     with pytest.raises(StorageError) as info:
         load_kv(tmp_path)
     assert str(info.value).startswith(f"cannot read KV config {tmp_path}: ")
+
+
+def test_path_lock_excludes_a_second_holder_and_names_the_first(tmp_path: Path) -> None:
+    path = tmp_path / "kvConfig.json"
+    first = PathLock(path, "KV config", "use another")
+    with pytest.raises(StorageError) as info:
+        PathLock(path, "KV config", "use another")
+    assert str(info.value) == f"KV config {path} is in use by another name server (pid {os.getpid()}); use another"
+    first.release()
+    PathLock(path, "KV config", "use another").release()
+
+
+def test_path_that_cannot_hold_a_lock_file_is_used_unlocked(tmp_path: Path) -> None:
+    """A read-only config directory (a mounted ConfigMap) must not stop the start."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_bytes(b"")
+    lock = PathLock(blocker / "namesrv.properties", "config file", "use another")
+    assert lock.unlocked is not None and "not-a-dir" in lock.unlocked
+    lock.release()

@@ -40,7 +40,8 @@ MACHINE_DEPENDENT_CONFIG = {"kvConfigPath", "configStorePath", "listenPort", "ro
 EXTRA_CONFIG_ITEMS = {"bindAddress", "scanNotActiveBrokerInterval", "brokerChannelExpiredTime",
                       "returnOrderTopicConfigToBroker", "frameMaxLength", "headerMaxLength",
                       "frameReadTimeoutSeconds", "maxConnections", "metricsPort",
-                      "routeSnapshotPath", "routeSnapshotInterval", "adminAllowList", "supportActingMaster"}
+                      "routeSnapshotPath", "routeSnapshotInterval", "adminAllowList", "supportActingMaster",
+                      "brokerAllowList", "maxTopicsPerRegistration", "writeBufferLimit"}
 
 
 def canonical(value: Any) -> Any:
