@@ -30,7 +30,9 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 import zipfile
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,11 +61,14 @@ SMALL_INPUT = 64 << 20
 #: compiled per stage; two shuffle partitions are plenty. Measured on 2 cores with 90
 #: files: a cold job in 25-27 s instead of 52 s, JVM start 5-6 s instead of 10 s.
 SMALL_CONF = {
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.shuffle.partitions": "2",
 }
+
+SMALL_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: Set to 0 to keep the driver JVM from using (and writing) a class-data sharing archive.
+CDS_VARIABLE = "MQADMIN_SPARK_CDS"
 
 #: Spark's log file in OUT (``_``: Spark skips it when it reads OUT's tables).
 LOG_NAME = "_spark.log"
@@ -142,6 +147,9 @@ def builder(place: Place, app: str = "mqadmin-analyze") -> Any:
             if place.small:
                 for key, value in SMALL_CONF.items():
                     b = b.config(key, value)
+            jvm = " ".join(filter(None, (SMALL_JVM if place.small else "", class_archive_options())))
+            if jvm:
+                b = b.config("spark.driver.extraJavaOptions", jvm)
         b = b.config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "4g")
     b = (b.config("spark.sql.sources.partitionOverwriteMode", "dynamic")
          .config("spark.sql.session.timeZone", "UTC")
@@ -186,6 +194,63 @@ def _stderr_to(path: Path | None) -> Iterator[None]:
         sys.stderr.flush()
         os.dup2(saved, 2)
         os.close(saved)
+
+
+# ------------------------------------------------------- class-data sharing ----
+
+
+def class_archive_options(cache: Path | None = None) -> str:
+    """JVM options that let a local driver start from a class-data sharing archive of the
+    classes Spark loads (JDK 13+ dynamic CDS), halving its start-up (5-6 s to 2.5-3.3 s
+    here) and the first step's class loading.
+
+    The first run writes the archive at its JVM's exit (about 190 MB, under the user's
+    cache directory, named for this Java and this Spark) under a temporary name; the next
+    run adopts a finished one and starts from it (runs meanwhile start without one). A
+    stale or foreign archive is only ignored by the JVM (``-Xshare:auto``). The JVM's own
+    log lines, which it prints on stdout, are limited to errors on stderr (Spark's log).
+    ``MQADMIN_SPARK_CDS=0``: none.
+    """
+    if os.environ.get(CDS_VARIABLE, "1") == "0":
+        return ""
+    java = _java()
+    if java is None:
+        return ""
+    import pyspark
+
+    folder = cache or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mqadmin"
+    stat = java.stat()
+    key = zlib.crc32(f"{java}|{stat.st_size}|{stat.st_mtime_ns}|{pyspark.__version__}|{pyspark.__file__}".encode())
+    final = folder / f"spark-cds-{key:08x}.jsa"
+    quiet = "-Xlog:disable -Xlog:all=error:stderr"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _adopt_finished(folder, final)
+    except OSError:
+        return ""  # no cache directory to be had: start as Spark does
+    if final.exists():
+        return f"-XX:SharedArchiveFile={final} {quiet}"
+    if any(folder.glob(final.name + ".*")):
+        return ""  # another run is writing one: one dump at a time
+    return f"-XX:ArchiveClassesAtExit={final}.{os.getpid()} {quiet}"
+
+
+def _java() -> Path | None:
+    """The java spark-class runs: $JAVA_HOME/bin/java, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return Path(found).resolve() if found and os.access(found, os.X_OK) else None
+
+
+def _adopt_finished(folder: Path, final: Path) -> None:
+    """Rename a finished archive dump into place; remove leftovers once one is there.
+    A dump nobody has written to for a minute is finished (a JVM writes it in seconds)."""
+    for dump in folder.glob(final.name + ".*"):
+        age = time.time() - dump.stat().st_mtime
+        if final.exists() and age > 60:
+            dump.unlink(missing_ok=True)
+        elif not final.exists() and age > 60 and dump.stat().st_size > 0:
+            os.replace(dump, final)
 
 
 # ------------------------------------------------------------------ shipping code ----
