@@ -14,8 +14,11 @@ import zlib
 from dataclasses import replace
 from typing import Callable, Hashable
 
-from ..protocol.bodies import DataVersion, RegisterBrokerBody, TopicList, TopicRouteData, encode_kv_table, queue_shapes
-from ..protocol.codes import ORDER_TOPIC_CONFIG, VERSION_V3_0_11, VERSION_V4_9_4, RequestCode, ResponseCode, code_name
+from ..protocol.bodies import (
+    DataVersion, QueueShape, RegisterBrokerBody, TopicList, TopicRouteData, encode_kv_table, queue_shapes,
+    register_body_key,
+)
+from ..protocol.codes import MASTER_ID, ORDER_TOPIC_CONFIG, VERSION_V3_0_11, VERSION_V4_9_4, RequestCode, ResponseCode, code_name
 from ..protocol.command import RemotingCommand
 from ..protocol.compressed import decode_compressed
 from ..protocol.errors import BodyDecodeError
@@ -250,20 +253,31 @@ class Processor:
             raise RequestError(ResponseCode.SYSTEM_ERROR, "crc32 not match", {})
         timeout = cmd.ext_get("heartbeatTimeoutMillis")
         acting = cmd.ext_get("enableActingMaster")  # only 5.x brokers send it
+        key: bytes | None = None
+        topics: dict[str, QueueShape] | None
         if _flag(cmd, "compressed"):
             body = decode_compressed(cmd.body)
             data_version, topics = body.data_version, queue_shapes(body.topic_configs)
             filters: tuple[str, ...] | None = tuple(body.filter_server_list)
             mappings = body.topic_queue_mapping_info
         else:
-            data_version, topics, listed, mappings = RegisterBrokerBody.decode_queues_mapped(cmd.body, cmd.version)
-            filters = listed if cmd.body and cmd.version >= VERSION_V3_0_11 else None
+            # A master re-sending the body it sent last (bar the DataVersion) changes
+            # nothing the body holds: skip parsing 1.5 MB of a fleet broker's topics.
+            known = register_body_key(cmd.body, cmd.version) if cmd.body else None
+            if (known is not None and broker_id == MASTER_ID
+                    and self.routes.topics_applied(broker_name, broker_addr, known[0])):
+                key, data_version, topics, filters, mappings = known[0], known[1], None, None, {}
+            else:
+                data_version, topics, listed, mappings = RegisterBrokerBody.decode_queues_mapped(cmd.body, cmd.version)
+                filters = listed if cmd.body and cmd.version >= VERSION_V3_0_11 else None
+                if known is not None and known[1] == data_version:
+                    key = known[0]  # the key's DataVersion is the wrapper's: trust it next time
         result = self.routes.register_broker(
             cluster, broker_name, broker_addr, broker_id, ha_addr,
             data_version, topics, filters, conn,
             timeout_ms=int(timeout) if timeout and timeout.isdigit() else self.config["brokerChannelExpiredTime"],
             enable_acting_master=None if acting is None else acting.lower() == "true",
-            zone_name=cmd.ext_get(ZONE_NAME), mappings=mappings,
+            zone_name=cmd.ext_get(ZONE_NAME), mappings=mappings, topics_key=key,
         )
         ext: dict[str, str] = {}
         if result.master_addr is not None and result.ha_server_addr is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -92,10 +93,13 @@ def ours(routes: RouteTable) -> tuple[Any, ...]:
 
 
 shapes = st.tuples(st.sampled_from([1, 4]), st.sampled_from([1, 4]), st.sampled_from([2, 4, 6]), st.sampled_from([0, 1]))
+SIX: dict[str, Shape] = {t: (4, 4, 6, 0) for t in TOPICS[:4]}
+BODIES = (SIX, {**SIX, "t1": (4, 4, 2, 0)}, {**SIX, "t4": (1, 1, 6, 1)}, {"t0": (4, 4, 6, 0)})
 registrations = st.tuples(
-    st.just("register"), st.sampled_from(NAMES), st.sampled_from([1, 2]), st.sampled_from([0, 0, 1]),
+    st.just("register"), st.sampled_from(NAMES[:1] * 3 + NAMES[1:]), st.sampled_from([1, 1, 1, 2]), st.sampled_from([0, 0, 0, 1]),
     st.integers(1, 3),  # few counters, so repeats of a stored data version are common
-    st.dictionaries(st.sampled_from(TOPICS), shapes, max_size=len(TOPICS)),
+    # a few recurring bodies (a broker re-sends the same topics, or one changed) and random ones
+    st.one_of(st.sampled_from(BODIES), st.sampled_from(BODIES), st.dictionaries(st.sampled_from(TOPICS), shapes, max_size=len(TOPICS))),
 )
 admin = st.one_of(
     st.tuples(st.just("wipe"), st.sampled_from(NAMES)),
@@ -135,7 +139,7 @@ def check(ops: list[tuple[Any, ...]]) -> None:
         assert ours(routes) == (model.topics, model.groups, model.live), op
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=1000, deadline=None, database=None)
 @given(operations)
 def test_registration_and_admin_writes_match_java_498(ops: list[tuple[Any, ...]]) -> None:
     check(ops)
@@ -148,7 +152,9 @@ def test_bumped_version_restores_the_wiped_perm_and_a_same_version_keeps_the_wip
            ("register", "broker-a", 1, 0, 1, six),      # same version: the wipe stays
            ("register", "broker-a", 1, 0, 2, six),      # bumped: perm 6 again
            ("register", "broker-a", 1, 0, 3, {"t0": (4, 4, 6, 0)}),  # t1 no longer listed: it stays
-           ("wipe", "broker-a"), ("register", "broker-a", 1, 0, 3, six)])
+           ("wipe", "broker-a"), ("register", "broker-a", 1, 0, 3, six),
+           ("delete", "t1"), ("register", "broker-a", 1, 0, 4, six),  # bumped: t1 is back
+           ("unregister", "broker-a", 1, 0), ("register", "broker-a", 1, 0, 4, six)])
 
 
 def test_the_model_would_catch_a_lost_wipe() -> None:
@@ -159,3 +165,19 @@ def test_the_model_would_catch_a_lost_wipe() -> None:
     model.register("broker-a", addr_of("broker-a", 1), 0, version, {"t0": (4, 4, 6, 0)})
     model.rewrite_perm("broker-a", wipe=True)
     assert ours(routes) != (model.topics, model.groups, model.live)
+
+
+def test_topics_none_is_refused_unless_the_applied_body_is_recognised() -> None:
+    routes = RouteTable()
+    addr = addr_of("broker-a", 1)
+    with pytest.raises(ValueError):
+        routes.register_broker(CLUSTER, "broker-a", addr, 0, "ha", DataVersion(1, 1), None, None, topics_key=b"k")
+    routes.register_broker(CLUSTER, "broker-a", addr, 0, "ha", DataVersion(1, 1), {"t0": (4, 4, 6, 0)}, (),
+                           topics_key=b"k")
+    assert routes.topics_applied("broker-a", addr, b"k")
+    assert not routes.topics_applied("broker-a", addr, b"other")
+    assert not routes.topics_applied("broker-a", addr_of("broker-a", 2), b"k")
+    routes.register_broker(CLUSTER, "broker-a", addr, 0, "ha", DataVersion(2, 2), None, None, topics_key=b"k")
+    assert routes.broker_live_table[addr].data_version == DataVersion(2, 2)
+    routes.wipe_write_perm("broker-a")
+    assert not routes.topics_applied("broker-a", addr, b"k")
