@@ -12,6 +12,7 @@ from ..protocol.codes import RequestCode, code_name
 from ..protocol.command import RemotingCommand
 from ..protocol.errors import ProtocolError
 from ..protocol.frame import NEED_DATA, FrameDecoder, encode
+from .dispatch import RegisterParts, decode_register_safely
 
 if TYPE_CHECKING:
     from .app import NameServer
@@ -32,6 +33,9 @@ class Connection(asyncio.Protocol):
         #: when the frame now partly buffered began to arrive (see data_received)
         self.frame_started = self.last_activity
         self.closing = False
+        #: a request whose body a worker thread is parsing: later frames of this
+        #: connection wait (answers stay in order) and reading pauses meanwhile
+        self.deferred = False
 
     def __repr__(self) -> str:
         return f"<Connection {self.peer}>"
@@ -57,6 +61,10 @@ class Connection(asyncio.Protocol):
         self.last_activity = time.monotonic()
         continuing = self.decoder.in_frame
         self.decoder.feed(data)
+        if not self.deferred:
+            self._drain(continuing)
+
+    def _drain(self, continuing: bool) -> None:
         # All answers to one chunk go out in one write: a write per answer costs a
         # system call each and was most of the time of a busy connection.
         answers: list[bytes] = []
@@ -72,6 +80,9 @@ class Connection(asyncio.Protocol):
                     self.frame_started = self.last_activity
                 break
             continuing = False
+            if self.server.processor.decode_off_loop(cmd):  # type: ignore[arg-type]
+                self._defer(cmd)  # type: ignore[arg-type]
+                break
             answer = self._answer(cmd)  # type: ignore[arg-type]
             if answer is not None:
                 answers.append(answer)
@@ -82,14 +93,35 @@ class Connection(asyncio.Protocol):
             log.warning("closing connection from %s: undecodable frame: %s", self.peer, error)
             self.close()
 
-    def _answer(self, cmd: RemotingCommand) -> bytes | None:
+    def _defer(self, cmd: RemotingCommand) -> None:
+        """Parse ``cmd``'s body on a worker thread, then answer it (and go on with this
+        connection's frames) back on the loop. Only the parse leaves the loop: the
+        registration is applied in one piece there, so no reader sees half of it."""
+        self.deferred = True
+        if self.transport is not None:
+            self.transport.pause_reading()
+        future = asyncio.get_running_loop().run_in_executor(None, decode_register_safely, cmd)
+        future.add_done_callback(lambda done: self._decoded(cmd, done))
+
+    def _decoded(self, cmd: RemotingCommand, done: "asyncio.Future[RegisterParts | Exception]") -> None:
+        self.deferred = False
+        if self.closing:
+            return  # the connection went meanwhile; as if the request had not arrived
+        answer = self._answer(cmd, done.result())  # type: ignore[arg-type]
+        if answer is not None and self.transport is not None:
+            self.transport.write(answer)
+        if self.transport is not None:
+            self.transport.resume_reading()
+        self._drain(self.decoder.in_frame)
+
+    def _answer(self, cmd: RemotingCommand, decoded: RegisterParts | Exception | None = None) -> bytes | None:
         metrics = self.server.metrics
         debug = log.isEnabledFor(logging.DEBUG)
         if metrics is None and not debug:
-            response = self.server.processor.handle(cmd, self, self.peer_host)
+            response = self.server.processor.handle(cmd, self, self.peer_host, decoded=decoded)  # type: ignore[arg-type]
         else:
             started = time.perf_counter()
-            response = self.server.processor.handle(cmd, self, self.peer_host)
+            response = self.server.processor.handle(cmd, self, self.peer_host, decoded=decoded)  # type: ignore[arg-type]
             elapsed = time.perf_counter() - started
             if metrics is not None:
                 if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
@@ -112,7 +144,7 @@ class Connection(asyncio.Protocol):
             self.transport.pause_reading()
 
     def resume_writing(self) -> None:
-        if self.transport is not None and not self.closing:
+        if self.transport is not None and not self.closing and not self.deferred:
             self.transport.resume_reading()
 
     def close(self) -> None:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import ipaddress
 import logging
 import zlib
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Callable, Hashable
 
 from ..protocol.bodies import (
-    DataVersion, QueueShape, RegisterBrokerBody, TopicList, TopicRouteData, encode_kv_table, queue_shapes,
-    register_body_key,
+    DataVersion, QueueShape, RegisterBrokerBody, TopicList, TopicQueueMappingInfo, TopicRouteData, encode_kv_table,
+    queue_shapes, register_body_key,
 )
 from ..protocol.codes import MASTER_ID, ORDER_TOPIC_CONFIG, VERSION_V3_0_11, VERSION_V4_9_4, RequestCode, ResponseCode, code_name
 from ..protocol.command import RemotingCommand
@@ -34,6 +34,10 @@ FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
 #: 5.x answers GET_BROKER_MEMBER_GROUP with the remark its response factory starts with.
 MEMBER_GROUP_REMARK = "not set any response code"
 ROUTE_CACHE_LIMIT = 200_000
+#: A registration body at least this big is parsed on a worker thread (see
+#: Processor.decode_off_loop): a fleet broker's 1.5 MB takes ~15 ms to parse, and
+#: every request behind it on the event loop would wait that long.
+OFF_LOOP_BODY_BYTES = 256 * 1024
 
 
 class RequestError(Exception):
@@ -76,6 +80,41 @@ def _flag(cmd: RemotingCommand, key: str) -> bool:
 
 Handler = Callable[[RemotingCommand, Hashable], RemotingCommand]
 
+
+@dataclass(frozen=True, slots=True)
+class RegisterParts:
+    """What REGISTER_BROKER uses of its body. ``key`` (``register_body_key``) is set
+    only when its DataVersion is the one the full parse found."""
+
+    key: bytes | None
+    data_version: DataVersion
+    topics: dict[str, QueueShape]
+    filters: tuple[str, ...] | None
+    mappings: dict[str, TopicQueueMappingInfo]
+
+
+def decode_register(cmd: RemotingCommand) -> RegisterParts:
+    """Parse a REGISTER_BROKER body. Pure (reads only ``cmd``), so a worker thread may
+    run it while the event loop serves others; raises BodyDecodeError."""
+    if _flag(cmd, "compressed"):
+        body = decode_compressed(cmd.body)
+        return RegisterParts(None, body.data_version, queue_shapes(body.topic_configs),
+                             tuple(body.filter_server_list), dict(body.topic_queue_mapping_info))
+    known = register_body_key(cmd.body, cmd.version) if cmd.body else None
+    data_version, topics, listed, mappings = RegisterBrokerBody.decode_queues_mapped(cmd.body, cmd.version)
+    filters = listed if cmd.body and cmd.version >= VERSION_V3_0_11 else None
+    key = known[0] if known is not None and known[1] == data_version else None
+    return RegisterParts(key, data_version, topics, filters, mappings)
+
+
+def decode_register_safely(cmd: RemotingCommand) -> RegisterParts | BodyDecodeError:
+    """``decode_register`` for a worker thread: a refused body comes back as a value, to
+    be raised where the request is answered."""
+    try:
+        return decode_register(cmd)
+    except BodyDecodeError as exc:
+        return exc
+
 #: Requests that change what the name server holds on an operator's behalf (brokers'
 #: own registrations are not admin writes).
 ADMIN_WRITES = frozenset({
@@ -111,6 +150,8 @@ class Processor:
         self._route_cache: dict[tuple[object, ...], tuple[object, bytes]] = {}
         self._route_cache_generation = -1
         self.route_cache_hits = 0
+        #: a REGISTER_BROKER whose body a worker thread parsed, for handle() to use
+        self._decoded: tuple[RemotingCommand, RegisterParts | BodyDecodeError] | None = None
         self.admin_allow_list = parse_allow_list(config["adminAllowList"])
         R = RequestCode
         self.handlers: dict[int, Handler] = {
@@ -147,10 +188,28 @@ class Processor:
 
     # ----------------------------------------------------------------- entry ----
 
-    def handle(self, cmd: RemotingCommand, conn: Hashable = None, client_host: str | None = None) -> RemotingCommand | None:
+    def decode_off_loop(self, cmd: RemotingCommand) -> bool:
+        """Whether handling ``cmd`` would parse a body big enough to be worth parsing on a
+        worker thread first (``decode_register``, then ``handle(..., decoded=)``). Not
+        when the body is the one its master last sent: that needs no parse at all."""
+        if cmd.code != RequestCode.REGISTER_BROKER or cmd.is_response or len(cmd.body) < OFF_LOOP_BODY_BYTES:
+            return False
+        if _flag(cmd, "compressed"):
+            return True
+        name, addr, bid = cmd.ext_get("brokerName"), cmd.ext_get("brokerAddr"), cmd.ext_get("brokerId")
+        if name is None or addr is None or bid != str(MASTER_ID):
+            return True
+        known = register_body_key(cmd.body, cmd.version)
+        return known is None or not self.routes.topics_applied(name, addr, known[0])
+
+    def handle(self, cmd: RemotingCommand, conn: Hashable = None, client_host: str | None = None, *,
+               decoded: RegisterParts | BodyDecodeError | None = None) -> RemotingCommand | None:
         """The response to send, or None when nothing must be sent (one-way requests,
         stray responses). One-way requests are still processed. ``client_host`` is the
-        peer's IP, checked against ``adminAllowList`` for admin writes."""
+        peer's IP, checked against ``adminAllowList`` for admin writes. ``decoded`` is
+        ``cmd``'s body as ``decode_register_safely`` parsed it on a worker thread; the
+        registration itself is applied here, in one piece."""
+        self._decoded = None if decoded is None else (cmd, decoded)
         if cmd.is_response:
             return None
         handler = self.handlers.get(cmd.code)
@@ -253,25 +312,28 @@ class Processor:
             raise RequestError(ResponseCode.SYSTEM_ERROR, "crc32 not match", {})
         timeout = cmd.ext_get("heartbeatTimeoutMillis")
         acting = cmd.ext_get("enableActingMaster")  # only 5.x brokers send it
-        key: bytes | None = None
         topics: dict[str, QueueShape] | None
-        if _flag(cmd, "compressed"):
-            body = decode_compressed(cmd.body)
-            data_version, topics = body.data_version, queue_shapes(body.topic_configs)
-            filters: tuple[str, ...] | None = tuple(body.filter_server_list)
-            mappings = body.topic_queue_mapping_info
+        filters: tuple[str, ...] | None
+        pre, self._decoded = self._decoded, None
+        if pre is not None and pre[0] is cmd:
+            if isinstance(pre[1], BodyDecodeError):
+                raise pre[1]
+            parts: RegisterParts | None = pre[1]
         else:
+            parts = None
             # A master re-sending the body it sent last (bar the DataVersion) changes
             # nothing the body holds: skip parsing 1.5 MB of a fleet broker's topics.
-            known = register_body_key(cmd.body, cmd.version) if cmd.body else None
-            if (known is not None and broker_id == MASTER_ID
-                    and self.routes.topics_applied(broker_name, broker_addr, known[0])):
+            known = None if _flag(cmd, "compressed") or not cmd.body else register_body_key(cmd.body, cmd.version)
+            if known is not None and broker_id == MASTER_ID and \
+                    self.routes.topics_applied(broker_name, broker_addr, known[0]):
                 key, data_version, topics, filters, mappings = known[0], known[1], None, None, {}
             else:
-                data_version, topics, listed, mappings = RegisterBrokerBody.decode_queues_mapped(cmd.body, cmd.version)
-                filters = listed if cmd.body and cmd.version >= VERSION_V3_0_11 else None
-                if known is not None and known[1] == data_version:
-                    key = known[0]  # the key's DataVersion is the wrapper's: trust it next time
+                parts = decode_register(cmd)
+        if parts is not None:
+            key, data_version, topics, filters, mappings = (
+                parts.key, parts.data_version, parts.topics, parts.filters, parts.mappings)
+            if key is not None and broker_id == MASTER_ID and self.routes.topics_applied(broker_name, broker_addr, key):
+                topics, filters = None, None  # parsed off the loop, but nothing to apply
         result = self.routes.register_broker(
             cluster, broker_name, broker_addr, broker_id, ha_addr,
             data_version, topics, filters, conn,
