@@ -160,20 +160,6 @@ async def _timed_registrations(conn: NamesrvConnection, addr: str, cluster: str,
     return statistics.median(samples)
 
 
-async def _probe_stall(addr: str, until: asyncio.Event) -> float:
-    """The longest a lone, cheap request waited for its answer until ``until`` is set: on
-    an otherwise idle connection that is how long the server's loop was held."""
-    worst = 0.0
-    async with await NamesrvConnection.connect(addr) as conn:
-        probe = lambda: request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "c0_topic_00000"})  # noqa: E731
-        while not until.is_set():
-            start = time.perf_counter()
-            await conn.call(probe(), 60)
-            worst = max(worst, time.perf_counter() - start)
-            await asyncio.sleep(0.001)
-    return worst
-
-
 async def _churn(conn: NamesrvConnection, addr: str, broker: tuple[str, str, str, list[str]], rounds: int,
                  until: asyncio.Event) -> None:
     """One 10k-topic broker re-registering back to back, each time bumped with 1% changed."""
@@ -241,10 +227,21 @@ async def _fleet_figures(addr: str, pid: int | None, *, conns: int, inflight: in
 
 
 async def _probe_stall_for(addr: str, until: asyncio.Event, seconds: float) -> float:
-    prober = asyncio.ensure_future(_probe_stall(addr, until))
-    await asyncio.sleep(seconds)
-    until.set()
-    return await prober
+    """The longest a lone, cheap request waited for its answer over ``seconds``, then sets
+    ``until``. On an otherwise idle connection, from a process of its own (so the load
+    generator's own pauses do not count), that is how long the server's loop was held."""
+    probe = subprocess.Popen([sys.executable, "-m", "mqadmin.bench.probe", addr, "c0_topic_00000"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert probe.stdin is not None and probe.stdout is not None
+    try:
+        await asyncio.to_thread(probe.stdout.readline)  # "ready"
+        await asyncio.sleep(seconds)
+    finally:
+        until.set()
+        probe.stdin.close()
+    out = await asyncio.to_thread(probe.stdout.read)
+    probe.wait(10)
+    return float(out.split()[-1])
 
 
 async def _echo_floor(body_size: int, topics: list[str], conns: int, inflight: int, requests: int) -> dict[str, Any]:

@@ -86,6 +86,28 @@ class _Applied:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicsDiff:
+    """A master's topics against its last application (``RouteTable.applied_hashes``),
+    worked out away from the registry (a server does it on a worker thread): ``base`` the
+    hashes it was diffed against (None: none), ``hashes`` those of all of ``topics``,
+    ``changed`` the topics whose pair is not in ``base``. Used only if ``base`` is
+    still the application on record when the registration is applied."""
+
+    base: array | None
+    hashes: array
+    changed: Mapping[str, QueueShape]
+
+    @classmethod
+    def of(cls, topics: Mapping[str, QueueShape], base: array | None) -> "TopicsDiff":
+        items = list(topics.items())
+        hashes = array("q", map(hash, items))
+        if base is None:
+            return cls(None, hashes, topics)
+        seen = set(base)
+        return cls(base, hashes, dict(item for item, h in zip(items, hashes) if h not in seen))
+
+
+@dataclass(frozen=True, slots=True)
 class RegisterResult:
     """What a slave learns about its master (both None for masters)."""
 
@@ -235,6 +257,7 @@ class RouteTable:
         zone_name: str | None = None,
         mappings: Mapping[str, TopicQueueMappingInfo] | None = None,
         topics_key: bytes | None = None,
+        topics_diff: TopicsDiff | None = None,
     ) -> RegisterResult:
         """REGISTER_BROKER, 4.9.8 semantics (spec 4.4 step 3), plus what 5.x adds for a
         5.x broker (one that sends ``enable_acting_master``; None means a 4.x broker):
@@ -255,6 +278,7 @@ class RouteTable:
         (``bodies.register_body_key``). ``topics`` None means "the body ``topics_key``
         names, which ``topics_applied`` said is in the table": nothing to apply, and
         the caller skipped parsing it (pass ``filter_servers`` None then).
+        ``topics_diff``: ``topics`` diffed already (``TopicsDiff.of``), if it still applies.
         """
         if topics is None and not (broker_id == MASTER_ID and self.topics_applied(broker_name, broker_addr, topics_key)):
             raise ValueError("topics None is only for a master whose body topics_applied() recognised")
@@ -297,7 +321,8 @@ class RouteTable:
                     self._applied.pop(broker_name, None)
                     self._apply_topics(broker_name, _read_only(topics))
                 else:
-                    self._apply_master_topics(broker_name, broker_addr, topics, None if mappings else topics_key)
+                    self._apply_master_topics(broker_name, broker_addr, topics, None if mappings else topics_key,
+                                              topics_diff)
                 if mappings:
                     self._apply_mappings(mappings)
             elif five:
@@ -343,20 +368,23 @@ class RouteTable:
         return (topics_key is not None and applied is not None and applied.key == topics_key
                 and applied.broker_addr == broker_addr)
 
+    def applied_hashes(self, broker_name: str, broker_addr: str) -> array | None:
+        """The pairs of this master's application on record, to diff a new body against
+        (``TopicsDiff.of``) without the registry; never mutated, only replaced."""
+        applied = self._applied.get(broker_name)
+        return applied.hashes if applied is not None and applied.broker_addr == broker_addr else None
+
     def _apply_master_topics(self, broker_name: str, broker_addr: str, topics: Mapping[str, QueueShape],
-                             topics_key: bytes | None) -> None:
+                             topics_key: bytes | None, diff: TopicsDiff | None) -> None:
         """Apply only what changed since this master's last application: a (topic,
         shape) pair that was applied then and that nothing has overwritten since is
         in the table already. Hashes stand for the pairs (64-bit, salted per process)."""
-        items = list(topics.items())
-        hashes = array("q", map(hash, items))
-        applied = self._applied.get(broker_name)
-        if applied is not None and applied.broker_addr == broker_addr:
-            seen = set(applied.hashes)
-            items = [item for item, h in zip(items, hashes) if h not in seen]
-        if items:
-            self._apply_topics(broker_name, dict(items))
-        self._applied[broker_name] = _Applied(broker_addr, topics_key, hashes)
+        base = self.applied_hashes(broker_name, broker_addr)
+        if diff is None or diff.base is not base:
+            diff = TopicsDiff.of(topics, base)
+        if diff.changed:
+            self._apply_topics(broker_name, diff.changed)
+        self._applied[broker_name] = _Applied(broker_addr, topics_key, diff.hashes)
 
     def _apply_topics(self, broker_name: str, topics: Mapping[str, QueueShape]) -> None:
         """The hot loop of a re-registration: a fleet broker reports 10^4 topics that

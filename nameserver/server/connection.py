@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ..protocol.codes import RequestCode, code_name
 from ..protocol.command import RemotingCommand
 from ..protocol.errors import ProtocolError
 from ..protocol.frame import NEED_DATA, FrameDecoder, encode
-from .dispatch import RegisterParts, decode_register_safely
+from .dispatch import RegisterParts
 
 if TYPE_CHECKING:
     from .app import NameServer
@@ -80,8 +80,9 @@ class Connection(asyncio.Protocol):
                     self.frame_started = self.last_activity
                 break
             continuing = False
-            if self.server.processor.decode_off_loop(cmd):  # type: ignore[arg-type]
-                self._defer(cmd)  # type: ignore[arg-type]
+            job = self.server.processor.decode_off_loop(cmd)  # type: ignore[arg-type]
+            if job is not None:
+                self._defer(cmd, job)  # type: ignore[arg-type]
                 break
             answer = self._answer(cmd)  # type: ignore[arg-type]
             if answer is not None:
@@ -93,14 +94,14 @@ class Connection(asyncio.Protocol):
             log.warning("closing connection from %s: undecodable frame: %s", self.peer, error)
             self.close()
 
-    def _defer(self, cmd: RemotingCommand) -> None:
+    def _defer(self, cmd: RemotingCommand, job: Callable[[], RegisterParts | Exception]) -> None:
         """Parse ``cmd``'s body on a worker thread, then answer it (and go on with this
         connection's frames) back on the loop. Only the parse leaves the loop: the
         registration is applied in one piece there, so no reader sees half of it."""
         self.deferred = True
         if self.transport is not None:
             self.transport.pause_reading()
-        future = asyncio.get_running_loop().run_in_executor(None, decode_register_safely, cmd)
+        future = asyncio.get_running_loop().run_in_executor(None, job)
         future.add_done_callback(lambda done: self._decoded(cmd, done))
 
     def _decoded(self, cmd: RemotingCommand, done: "asyncio.Future[RegisterParts | Exception]") -> None:

@@ -12,7 +12,7 @@ import ipaddress
 import logging
 import zlib
 from dataclasses import dataclass, replace
-from typing import Callable, Hashable
+from typing import Any, Callable, Hashable
 
 from ..protocol.bodies import (
     DataVersion, QueueShape, RegisterBrokerBody, TopicList, TopicQueueMappingInfo, TopicRouteData, encode_kv_table,
@@ -26,7 +26,7 @@ from ..registry.config import ConfigError, NamesrvConfig, parse_allow_list, pars
 from ..registry.kv import KVStore
 from ..registry.route5 import SYNC_BROKER_MEMBER_GROUP_PREFIX, ZONE_NAME, filter_by_zone, requested_zone, \
     with_acting_masters
-from ..registry.routes import RouteTable
+from ..registry.routes import RouteTable, TopicsDiff
 
 log = logging.getLogger("nameserver")
 
@@ -91,6 +91,8 @@ class RegisterParts:
     topics: dict[str, QueueShape]
     filters: tuple[str, ...] | None
     mappings: dict[str, TopicQueueMappingInfo]
+    #: the topics diffed against the master's application on record (worker thread)
+    diff: TopicsDiff | None = None
 
 
 def decode_register(cmd: RemotingCommand) -> RegisterParts:
@@ -107,13 +109,16 @@ def decode_register(cmd: RemotingCommand) -> RegisterParts:
     return RegisterParts(key, data_version, topics, filters, mappings)
 
 
-def decode_register_safely(cmd: RemotingCommand) -> RegisterParts | BodyDecodeError:
-    """``decode_register`` for a worker thread: a refused body comes back as a value, to
-    be raised where the request is answered."""
+def decode_register_safely(cmd: RemotingCommand, base: Any = None, master: bool = False
+                           ) -> RegisterParts | BodyDecodeError:
+    """``decode_register`` for a worker thread, plus (for a master) the diff of its topics
+    against ``base`` (``RouteTable.applied_hashes`` when the job was made): a refused
+    body comes back as a value, to be raised where the request is answered."""
     try:
-        return decode_register(cmd)
+        parts = decode_register(cmd)
     except BodyDecodeError as exc:
         return exc
+    return replace(parts, diff=TopicsDiff.of(parts.topics, base)) if master else parts
 
 #: Requests that change what the name server holds on an operator's behalf (brokers'
 #: own registrations are not admin writes).
@@ -188,19 +193,21 @@ class Processor:
 
     # ----------------------------------------------------------------- entry ----
 
-    def decode_off_loop(self, cmd: RemotingCommand) -> bool:
-        """Whether handling ``cmd`` would parse a body big enough to be worth parsing on a
-        worker thread first (``decode_register``, then ``handle(..., decoded=)``). Not
-        when the body is the one its master last sent: that needs no parse at all."""
+    def decode_off_loop(self, cmd: RemotingCommand) -> Callable[[], RegisterParts | BodyDecodeError] | None:
+        """For a request whose body is big enough to be worth parsing on a worker thread
+        first, the job to run there (its result goes to ``handle(..., decoded=)``); else
+        None. None too when the body is the one its master last sent: that needs no
+        parse at all."""
         if cmd.code != RequestCode.REGISTER_BROKER or cmd.is_response or len(cmd.body) < OFF_LOOP_BODY_BYTES:
-            return False
-        if _flag(cmd, "compressed"):
-            return True
+            return None
         name, addr, bid = cmd.ext_get("brokerName"), cmd.ext_get("brokerAddr"), cmd.ext_get("brokerId")
-        if name is None or addr is None or bid != str(MASTER_ID):
-            return True
-        known = register_body_key(cmd.body, cmd.version)
-        return known is None or not self.routes.topics_applied(name, addr, known[0])
+        master = name is not None and addr is not None and bid == str(MASTER_ID)
+        if master and not _flag(cmd, "compressed"):
+            known = register_body_key(cmd.body, cmd.version)
+            if known is not None and self.routes.topics_applied(name, addr, known[0]):  # type: ignore[arg-type]
+                return None
+        base = self.routes.applied_hashes(name, addr) if master else None  # type: ignore[arg-type]
+        return lambda: decode_register_safely(cmd, base, master)
 
     def handle(self, cmd: RemotingCommand, conn: Hashable = None, client_host: str | None = None, *,
                decoded: RegisterParts | BodyDecodeError | None = None) -> RemotingCommand | None:
@@ -340,6 +347,7 @@ class Processor:
             timeout_ms=int(timeout) if timeout and timeout.isdigit() else self.config["brokerChannelExpiredTime"],
             enable_acting_master=None if acting is None else acting.lower() == "true",
             zone_name=cmd.ext_get(ZONE_NAME), mappings=mappings, topics_key=key,
+            topics_diff=None if parts is None else parts.diff,
         )
         ext: dict[str, str] = {}
         if result.master_addr is not None and result.ha_server_addr is not None:

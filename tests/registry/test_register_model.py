@@ -24,7 +24,7 @@ from nameserver.protocol.command import request
 from nameserver.protocol.register import register_body, register_request
 from nameserver.registry.config import NamesrvConfig
 from nameserver.registry.kv import KVStore
-from nameserver.registry.routes import RouteTable
+from nameserver.registry.routes import RouteTable, TopicsDiff
 from nameserver.server.dispatch import Processor
 
 CLUSTER = "ModelCluster"
@@ -181,3 +181,21 @@ def test_topics_none_is_refused_unless_the_applied_body_is_recognised() -> None:
     assert routes.broker_live_table[addr].data_version == DataVersion(2, 2)
     routes.wipe_write_perm("broker-a")
     assert not routes.topics_applied("broker-a", addr, b"k")
+
+
+def test_a_diff_worked_out_before_another_write_is_not_trusted() -> None:
+    """A server diffs a body on a worker thread while the loop goes on: if the broker's
+    queues were written meanwhile (here a wipe), the registration diffs again."""
+    routes = RouteTable()
+    addr, six = addr_of("broker-a", 1), {"t0": (4, 4, 6, 0), "t1": (4, 4, 6, 0)}
+    routes.register_broker(CLUSTER, "broker-a", addr, 0, "ha", DataVersion(1, 1), six, ())
+    stale = TopicsDiff.of(six, routes.applied_hashes("broker-a", addr))
+    assert stale.changed == {}  # nothing changed against the application on record...
+    routes.wipe_write_perm("broker-a")  # ...until the wipe
+    routes.register_broker(CLUSTER, "broker-a", addr, 0, "ha", DataVersion(2, 2), six, (), topics_diff=stale)
+    assert {t: q["broker-a"].perm for t, q in routes.topic_queue_table.items()} == {"t0": 6, "t1": 6}
+    fresh = TopicsDiff.of({**six, "t1": (4, 4, 2, 0)}, routes.applied_hashes("broker-a", addr))
+    assert list(fresh.changed) == ["t1"]
+    routes.register_broker(CLUSTER, "broker-a", addr, 0, "ha", DataVersion(3, 3), {**six, "t1": (4, 4, 2, 0)}, (),
+                           topics_diff=fresh)
+    assert routes.topic_queue_table["t1"]["broker-a"].perm == 2
