@@ -95,27 +95,32 @@ class RegisterParts:
     diff: TopicsDiff | None = None
 
 
-def decode_register(cmd: RemotingCommand) -> RegisterParts:
-    """Parse a REGISTER_BROKER body. Pure (reads only ``cmd``), so a worker thread may
-    run it while the event loop serves others; raises BodyDecodeError."""
+def body_key(cmd: RemotingCommand) -> tuple[bytes, DataVersion] | None:
+    """``register_body_key`` of an uncompressed REGISTER_BROKER body (None otherwise)."""
+    return None if _flag(cmd, "compressed") or not cmd.body else register_body_key(cmd.body, cmd.version)
+
+
+def decode_register(cmd: RemotingCommand, known: tuple[bytes, DataVersion] | None) -> RegisterParts:
+    """Parse a REGISTER_BROKER body whose ``body_key`` is ``known``. Pure (reads only
+    ``cmd``), so a worker thread may run it while the event loop serves others; raises
+    BodyDecodeError."""
     if _flag(cmd, "compressed"):
         body = decode_compressed(cmd.body)
         return RegisterParts(None, body.data_version, queue_shapes(body.topic_configs),
                              tuple(body.filter_server_list), dict(body.topic_queue_mapping_info))
-    known = register_body_key(cmd.body, cmd.version) if cmd.body else None
     data_version, topics, listed, mappings = RegisterBrokerBody.decode_queues_mapped(cmd.body, cmd.version)
     filters = listed if cmd.body and cmd.version >= VERSION_V3_0_11 else None
     key = known[0] if known is not None and known[1] == data_version else None
     return RegisterParts(key, data_version, topics, filters, mappings)
 
 
-def decode_register_safely(cmd: RemotingCommand, base: Any = None, master: bool = False
-                           ) -> RegisterParts | BodyDecodeError:
+def decode_register_safely(cmd: RemotingCommand, known: tuple[bytes, DataVersion] | None, base: Any = None,
+                           master: bool = False) -> RegisterParts | BodyDecodeError:
     """``decode_register`` for a worker thread, plus (for a master) the diff of its topics
     against ``base`` (``RouteTable.applied_hashes`` when the job was made): a refused
     body comes back as a value, to be raised where the request is answered."""
     try:
-        parts = decode_register(cmd)
+        parts = decode_register(cmd, known)
     except BodyDecodeError as exc:
         return exc
     return replace(parts, diff=TopicsDiff.of(parts.topics, base)) if master else parts
@@ -202,12 +207,11 @@ class Processor:
             return None
         name, addr, bid = cmd.ext_get("brokerName"), cmd.ext_get("brokerAddr"), cmd.ext_get("brokerId")
         master = name is not None and addr is not None and bid == str(MASTER_ID)
-        if master and not _flag(cmd, "compressed"):
-            known = register_body_key(cmd.body, cmd.version)
-            if known is not None and self.routes.topics_applied(name, addr, known[0]):  # type: ignore[arg-type]
-                return None
+        known = body_key(cmd)
+        if master and known is not None and self.routes.topics_applied(name, addr, known[0]):  # type: ignore[arg-type]
+            return None
         base = self.routes.applied_hashes(name, addr) if master else None  # type: ignore[arg-type]
-        return lambda: decode_register_safely(cmd, base, master)
+        return lambda: decode_register_safely(cmd, known, base, master)
 
     def handle(self, cmd: RemotingCommand, conn: Hashable = None, client_host: str | None = None, *,
                decoded: RegisterParts | BodyDecodeError | None = None) -> RemotingCommand | None:
@@ -330,12 +334,12 @@ class Processor:
             parts = None
             # A master re-sending the body it sent last (bar the DataVersion) changes
             # nothing the body holds: skip parsing 1.5 MB of a fleet broker's topics.
-            known = None if _flag(cmd, "compressed") or not cmd.body else register_body_key(cmd.body, cmd.version)
+            known = body_key(cmd)
             if known is not None and broker_id == MASTER_ID and \
                     self.routes.topics_applied(broker_name, broker_addr, known[0]):
                 key, data_version, topics, filters, mappings = known[0], known[1], None, None, {}
             else:
-                parts = decode_register(cmd)
+                parts = decode_register(cmd, known)
         if parts is not None:
             key, data_version, topics, filters, mappings = (
                 parts.key, parts.data_version, parts.topics, parts.filters, parts.mappings)
