@@ -25,6 +25,7 @@ from nameserver.protocol.register import register_body, register_request
 from nameserver.registry.config import NamesrvConfig
 from nameserver.registry.kv import KVStore
 from nameserver.registry.routes import RouteTable, TopicsDiff
+from nameserver.server import dispatch
 from nameserver.server.dispatch import Processor
 
 CLUSTER = "ModelCluster"
@@ -110,9 +111,21 @@ admin = st.one_of(
 operations = st.lists(st.one_of(registrations, registrations, admin), max_size=25)
 
 
-def check(ops: list[tuple[Any, ...]]) -> None:
+def check(ops: list[tuple[Any, ...]], *, off_loop: bool = False) -> None:
+    """Run ``ops`` through a Processor and the model, comparing after each. ``off_loop``:
+    each registration's body is parsed and diffed as the server's worker thread does
+    (``decode_off_loop``) *before* the next operation, and applied after it, as happens
+    when another connection's request is served while the worker runs."""
     model, routes = Model(), RouteTable()
     processor = Processor(routes, KVStore(), NamesrvConfig())
+    pending: tuple[Any, ...] | None = None
+
+    def apply(cmd: Any, conn: str, decoded: Any, model_step: Any, op: tuple[Any, ...]) -> None:
+        response = processor.handle(cmd, conn, decoded=decoded)
+        model_step()
+        assert response is not None and response.code == 0, (op, response)
+        assert ours(routes) == (model.topics, model.groups, model.live), op
+
     for op in ops:
         kind = op[0]
         if kind == "register":
@@ -121,28 +134,51 @@ def check(ops: list[tuple[Any, ...]]) -> None:
             body = register_body(RegisterBrokerBody(version, {t: TopicConfig(t, *s[:3], topic_sys_flag=s[3])
                                                               for t, s in topics.items()}))
             cmd = register_request(CLUSTER, name, addr_of(name, slot), broker_id, body)
-            model.register(name, addr_of(name, slot), broker_id, version, topics)
+            step: Any = lambda n=name, a=addr_of(name, slot), b=broker_id, v=version, t=topics: \
+                model.register(n, a, b, v, t)  # noqa: E731
         elif kind in ("wipe", "add"):
             cmd = request(R.WIPE_WRITE_PERM_OF_BROKER if kind == "wipe" else R.ADD_WRITE_PERM_OF_BROKER,
                           {"brokerName": op[1]})
-            model.rewrite_perm(op[1], kind == "wipe")
+            step = lambda n=op[1], w=kind == "wipe": model.rewrite_perm(n, w)  # noqa: E731
         elif kind == "delete":
             cmd = request(R.DELETE_TOPIC_IN_NAMESRV, {"topic": op[1]})
-            model.delete_topic(op[1])
+            step = lambda t=op[1]: model.delete_topic(t)  # noqa: E731
         else:
             _, name, slot, broker_id = op
             cmd = request(R.UNREGISTER_BROKER, {"clusterName": CLUSTER, "brokerName": name,
                                                 "brokerAddr": addr_of(name, slot), "brokerId": str(broker_id)})
-            model.unregister(name, addr_of(name, slot), broker_id)
-        response = processor.handle(cmd, f"conn-{op[1]}")
-        assert response is not None and response.code == 0, (op, response)
-        assert ours(routes) == (model.topics, model.groups, model.live), op
+            step = lambda n=name, a=addr_of(name, slot), b=broker_id: model.unregister(n, a, b)  # noqa: E731
+        job = processor.decode_off_loop(cmd) if off_loop and kind == "register" else None
+        decoded = None if job is None else job()
+        if pending is not None and job is not None:
+            apply(*pending)  # two registrations in a row: the first is answered first
+            pending = None
+        if job is not None:
+            pending = (cmd, f"conn-{op[1]}", decoded, step, op)
+            continue
+        apply(cmd, f"conn-{op[1]}", None, step, op)
+        if pending is not None:
+            apply(*pending)
+            pending = None
+    if pending is not None:
+        apply(*pending)
 
 
 @settings(max_examples=1000, deadline=None, database=None)
 @given(operations)
 def test_registration_and_admin_writes_match_java_498(ops: list[tuple[Any, ...]]) -> None:
     check(ops)
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(operations)
+def test_registrations_parsed_off_the_loop_match_java_498_too(ops: list[tuple[Any, ...]]) -> None:
+    """The same, with every registration going the worker-thread way, however small."""
+    threshold, dispatch.OFF_LOOP_BODY_BYTES = dispatch.OFF_LOOP_BODY_BYTES, 0
+    try:
+        check(ops, off_loop=True)
+    finally:
+        dispatch.OFF_LOOP_BODY_BYTES = threshold
 
 
 def test_bumped_version_restores_the_wiped_perm_and_a_same_version_keeps_the_wipe() -> None:
