@@ -126,47 +126,168 @@ def rss(pid: int, field: str = "VmRSS") -> int:
     raise RuntimeError(f"no {field} for pid {pid}")
 
 
-async def bench_fleet(addr: str, *, pid: int | None, conns: int, inflight: int, requests: int,
-                      say: Progress) -> dict[str, Any]:
-    """RocketMQ's own JMH route benchmark fleet: 4 clusters x 8 brokers, 10,000 topics per
-    cluster (8 read / 8 write queues): registration, memory and route queries."""
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _fleet() -> list[tuple[str, str, str, list[str]]]:
+    """RocketMQ's JMH route benchmark fleet: 4 clusters x 8 brokers, each broker of a
+    cluster with the cluster's 10,000 topics (8 read / 8 write queues)."""
     fleet = []
-    all_topics: list[str] = []
     for c in range(4):
         topics = [f"c{c}_topic_{i:05d}" for i in range(10_000)]
-        all_topics += topics
         fleet += [(f"FleetCluster{c}", f"fleet-c{c}-b{b}", f"127.0.0.1:{23000 + 16 * c + 2 * b}", topics)
                   for b in range(8)]
+    return fleet
+
+
+def _one_percent_changed(topics: list[str], n: int) -> list[str]:
+    """``topics`` with every hundredth replaced by a topic new in round ``n``."""
+    return [f"{t}_r{n}" if i % 100 == n % 100 else t for i, t in enumerate(topics)]
+
+
+async def _timed_registrations(conn: NamesrvConnection, addr: str, cluster: str, name: str, baddr: str,
+                               bodies: list[bytes]) -> float:
+    """Median seconds per registration, client side (send to answer), one after another."""
+    samples = []
+    for body in bodies:
+        start = time.perf_counter()
+        resp = await conn.call(master_request(cluster, name, baddr, body), 60)
+        samples.append(time.perf_counter() - start)
+        if resp.code != 0:
+            raise RuntimeError(f"{addr}: REGISTER_BROKER failed: {resp.code} {resp.remark}")
+    return statistics.median(samples)
+
+
+async def _churn(conn: NamesrvConnection, addr: str, broker: tuple[str, str, str, list[str]], rounds: int,
+                 until: asyncio.Event) -> None:
+    """One 10k-topic broker re-registering back to back, each time bumped with 1% changed."""
+    cluster, name, baddr, topics = broker
+    bodies = [topics_body(_one_percent_changed(topics, n), counter=1000 + n) for n in range(rounds)]
+    n = 0
+    while not until.is_set():
+        await _timed_registrations(conn, addr, cluster, name, baddr, [bodies[n % rounds]])
+        n += 1
+
+
+async def _fleet_figures(addr: str, pid: int | None, *, conns: int, inflight: int, requests: int, repeat: int,
+                         say: Progress) -> dict[str, Any]:
+    """Every fleet figure of one name server (``pid`` None: no memory or CPU figures)."""
+    fleet = _fleet()
+    all_topics = sorted({t for *_, topics in fleet for t in topics})
     gc.collect()
     rss_before = rss(pid) if pid else None
-    say("registering 32 brokers x 10,000 topics")
+    say(f"{addr}: registering 32 brokers x 10,000 topics")
     held = await register_fleet(addr, fleet)
     try:
         rss_after = rss(pid) if pid else None
+        route_bytes = await _route_body_size(addr, all_topics[0])
         cluster, name, baddr, topics = fleet[0]
-        bumped = [topics_body(topics, counter=n) for n in range(2, 7)]
-        say("bumped re-registrations of one broker")
-        samples = []
-        for body in bumped:
-            start = time.perf_counter()
-            resp = await held[0].call(master_request(cluster, name, baddr, body), 60)
-            samples.append(time.perf_counter() - start)
-            if resp.code != 0:
-                raise RuntimeError(f"{addr}: REGISTER_BROKER failed: {resp.code} {resp.remark}")
-        took = statistics.median(samples)
-        floor = _median_time(lambda: json.loads(bumped[0]), 5)
-        routes = await _versus_echo(addr, all_topics, conns, inflight, requests, say)
+        say(f"{addr}: first registrations of new 10k-topic brokers")
+        first = []
+        for i in range(repeat):
+            conn = await NamesrvConnection.connect(addr, 60)
+            held.append(conn)
+            first.append(await _timed_registrations(conn, addr, cluster, f"fleet-new-{i}", f"127.0.0.1:{24000 + 2 * i}",
+                                                    [topics_body(topics)]))
+        say(f"{addr}: bumped re-registrations, topics unchanged and 1% changed")
+        unchanged = await _timed_registrations(held[0], addr, cluster, name, baddr,
+                                               [topics_body(topics, counter=n) for n in range(2, 2 + repeat)])
+        changed = await _timed_registrations(held[0], addr, cluster, name, baddr, [
+            topics_body(_one_percent_changed(topics, n), counter=n) for n in range(100, 100 + repeat)])
+        say(f"{addr}: route queries, quiet")
+        cpu = _cpu_seconds(pid) if pid else None
+        quiet = await drive_routes(addr, all_topics, conns=conns, inflight=inflight, requests=requests)
+        cpu_per_request = None if cpu is None else (_cpu_seconds(pid) - cpu) / quiet.requests  # type: ignore[arg-type]
+        say(f"{addr}: the loop's longest stall while one broker re-registers back to back")
+        until = asyncio.Event()
+        churn = asyncio.ensure_future(_churn(held[1], addr, fleet[1], repeat, until))
+        stall = await _probe_stall_for(addr, until, seconds=3.0)
+        await churn
+        say(f"{addr}: route queries under that churn")
+        until = asyncio.Event()
+        churn = asyncio.ensure_future(_churn(held[1], addr, fleet[1], repeat, until))
+        try:
+            busy = await drive_routes(addr, all_topics, conns=conns, inflight=inflight, requests=requests)
+        finally:
+            until.set()
+            await churn
     finally:
         for conn in held:
             await conn.close()
+    ms = lambda s: round(s * 1000, 2)  # noqa: E731
     return {
-        "benchmark": "fleet", "brokers": 32, "topics": len(all_topics), "body_bytes": len(bumped[0]),
-        "reregister_ms": round(took * 1000, 2), "json_loads_ms": round(floor * 1000, 2),
-        "reregister_ratio": round(took / floor, 2), "reregister_goal": "<= 3, and < 31 ms (Java)",
+        "route_body_bytes": route_bytes, "register_first_ms": ms(statistics.median(first)), "reregister_unchanged_ms": ms(unchanged),
+        "reregister_1pct_changed_ms": ms(changed),
+        "route_quiet": quiet.to_obj(), "route_under_churn": busy.to_obj(), "longest_stall_ms": ms(stall),
+        "route_cpu_us_per_request": None if cpu_per_request is None else round(cpu_per_request * 1e6, 1),
         "rss_growth_mb": None if rss_before is None else round((rss_after - rss_before) / 2**20, 1),  # type: ignore[operator]
-        "rss_goal": "<= 90 MB (Java grows ~90 MB)",
-        "routes": routes,
     }
+
+
+async def _probe_stall_for(addr: str, until: asyncio.Event, seconds: float) -> float:
+    """The longest a lone, cheap request waited for its answer over ``seconds``, then sets
+    ``until``. On an otherwise idle connection, from a process of its own (so the load
+    generator's own pauses do not count), that is how long the server's loop was held."""
+    probe = subprocess.Popen([sys.executable, "-m", "mqadmin.bench.probe", addr, "c0_topic_00000"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert probe.stdin is not None and probe.stdout is not None
+    try:
+        await asyncio.to_thread(probe.stdout.readline)  # "ready"
+        await asyncio.sleep(seconds)
+    finally:
+        until.set()
+        probe.stdin.close()
+    out = await asyncio.to_thread(probe.stdout.read)
+    probe.wait(10)
+    return float(out.split()[-1])
+
+
+async def _echo_floor(body_size: int, topics: list[str], conns: int, inflight: int, requests: int) -> dict[str, Any]:
+    echo = EchoServer(body_size)
+    try:
+        cpu = _cpu_seconds(echo.proc.pid)
+        run = await drive_routes(echo.addr, topics, conns=conns, inflight=inflight, requests=requests)
+        return {**run.to_obj(), "cpu_us_per_request": round((_cpu_seconds(echo.proc.pid) - cpu) / run.requests * 1e6, 1)}
+    finally:
+        echo.close()
+
+
+def _ratio(ours: Any, theirs: Any) -> float | None:
+    return None if not ours or not theirs else round(ours / theirs, 3)
+
+
+async def bench_fleet(addr: str, *, pid: int | None, conns: int, inflight: int, requests: int, repeat: int = 5,
+                      vs: str | None = None, vs_pid: int | None = None, say: Progress) -> dict[str, Any]:
+    """The fleet, on ``addr`` and (``vs``) on another name server, figure by figure, with
+    ours/theirs ratios and the echo floor for route CPU. The goals are issue #19's."""
+    ours = await _fleet_figures(addr, pid, conns=conns, inflight=inflight, requests=requests, repeat=repeat, say=say)
+    say("echo floor")
+    echo = await _echo_floor(ours["route_body_bytes"], [f"c0_topic_{i:05d}" for i in range(10_000)],
+                             conns, inflight, requests)
+    result: dict[str, Any] = {"benchmark": "fleet", "brokers": 32, "topics": 40_000,
+                              "body_bytes": len(topics_body(_fleet()[0][3])), "ours": ours, "echo": echo,
+                              "route_cpu_vs_echo": _ratio(ours["route_cpu_us_per_request"],
+                                                          echo["cpu_us_per_request"]),
+                              "goals": {"route_cpu_vs_echo": "<= 1.2", "longest_stall_ms": "<= ~10"}}
+    if vs is not None:
+        theirs = await _fleet_figures(vs, vs_pid, conns=conns, inflight=inflight, requests=requests, repeat=repeat,
+                                      say=say)
+        result["vs"] = {"addr": vs, **theirs}
+        result["ratios"] = {
+            "register_first": _ratio(ours["register_first_ms"], theirs["register_first_ms"]),
+            "reregister_unchanged": _ratio(ours["reregister_unchanged_ms"], theirs["reregister_unchanged_ms"]),
+            "reregister_1pct_changed": _ratio(ours["reregister_1pct_changed_ms"], theirs["reregister_1pct_changed_ms"]),
+            "route_p99_under_churn": _ratio(ours["route_under_churn"]["p99_ms"], theirs["route_under_churn"]["p99_ms"]),
+            "longest_stall": _ratio(ours["longest_stall_ms"], theirs["longest_stall_ms"]),
+            "rss_growth": _ratio(ours["rss_growth_mb"], theirs["rss_growth_mb"]),
+        }
+        result["goals"].update({"register_first": "<= 1", "reregister_unchanged": "<= 0.25",
+                                "reregister_1pct_changed": "<= 0.5", "route_p99_under_churn": "<= 0.5",
+                                "rss_growth": "<= 0.1"})
+    return result
 
 
 def start_local_server(tmp: str) -> tuple[subprocess.Popen[str], str]:

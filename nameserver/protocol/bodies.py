@@ -7,6 +7,7 @@ byte-identical to Java; decoders accept both fastjson dialects (see fastjson.py)
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -201,6 +202,41 @@ class RegisterBrokerBody:
             config = TopicConfig.from_obj(name, tc)  # the careful path: defaults, or a clear error
             shapes[config.topic_name] = config.shape
         return data_version, shapes, filters, _mapping_infos(mappings)
+
+
+_DATA_VERSION_KEY = b'"dataVersion":{'
+_DATA_VERSION_FIELDS = frozenset({"counter", "timestamp", "stateVersion"})
+
+
+def register_body_key(body: bytes, version: int) -> tuple[bytes, DataVersion] | None:
+    """A registration body's identity apart from its DataVersion, and that DataVersion,
+    without parsing the rest: (sha256 of the bytes around the dataVersion object, the
+    DataVersion). Two bodies with the same key report the same topics, filter servers
+    and mappings, so a name server that applied one can skip the other's 1.5 MB parse.
+
+    The first ``"dataVersion":{`` is taken; the object must be flat and all numbers (so
+    no brace can hide in a string). None when it is not found or not like that: the
+    caller then parses the body, and should also check that the DataVersion it finds
+    there is this one before trusting the key (a body whose first ``"dataVersion"`` is
+    not the wrapper's gets no key)."""
+    start = body.find(_DATA_VERSION_KEY)
+    if start < 0:
+        return None
+    start += len(_DATA_VERSION_KEY) - 1
+    end = body.find(b"}", start) + 1
+    if end <= 0:
+        return None
+    try:
+        obj = lenient_loads(body[start:end])
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if type(obj) is not dict or not obj.keys() <= _DATA_VERSION_FIELDS or any(type(v) is not int for v in obj.values()):
+        return None
+    view = memoryview(body)
+    digest = hashlib.sha256(b"%d:%d:" % (start, version >= VERSION_V3_0_11))
+    digest.update(view[:start])
+    digest.update(view[end:])
+    return digest.digest(), DataVersion.from_obj(obj)
 
 
 def _mapping_infos(raw: Mapping[str, Any]) -> dict[str, "TopicQueueMappingInfo"]:

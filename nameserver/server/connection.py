@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ..protocol.codes import RequestCode, code_name
 from ..protocol.command import RemotingCommand
 from ..protocol.errors import ProtocolError
 from ..protocol.frame import NEED_DATA, FrameDecoder, encode
+from .dispatch import RegisterParts
 
 if TYPE_CHECKING:
     from .app import NameServer
@@ -38,6 +39,9 @@ class Connection(asyncio.Protocol):
         self.closing = False
         #: unsent output is past the limit: frames wait in the decoder (see _serve)
         self.output_full = False
+        #: a request whose body a worker thread is parsing: later frames of this
+        #: connection wait (answers stay in order) and reading pauses meanwhile
+        self.deferred = False
 
     def __repr__(self) -> str:
         return f"<Connection {self.peer}>"
@@ -63,7 +67,8 @@ class Connection(asyncio.Protocol):
         self.last_activity = time.monotonic()
         continuing = self.decoder.in_frame
         self.decoder.feed(data)
-        self._serve(continuing)
+        if not self.deferred:
+            self._serve(continuing)
 
     def _serve(self, continuing: bool = True) -> None:
         """Answer the buffered frames while this connection's unsent output is within
@@ -72,13 +77,14 @@ class Connection(asyncio.Protocol):
         are built only as fast as the client takes them, so a client that sends and never
         reads costs about one limit of memory, not a whole read's worth of answers."""
         limit = self.server.write_limit
-        while not self.closing and not self.output_full and self.transport is not None:
+        while not self.closing and not self.output_full and not self.deferred and self.transport is not None:
             # All answers to one batch go out in one write: a write per answer costs a
             # system call each and was most of the time of a busy connection.
             answers: list[bytes] = []
             unsent = self.transport.get_write_buffer_size()
             batch_end = unsent + WRITE_BATCH  # the join below copies a batch: keep it small
             error: ProtocolError | None = None
+            deferred: tuple[RemotingCommand, Callable[[], RegisterParts | Exception]] | None = None
             drained = False
             while unsent <= limit and unsent < batch_end:
                 try:
@@ -92,6 +98,10 @@ class Connection(asyncio.Protocol):
                     drained = True
                     break
                 continuing = False
+                job = self.server.processor.decode_off_loop(cmd)  # type: ignore[arg-type]
+                if job is not None:
+                    deferred = (cmd, job)
+                    break
                 answer = self._answer(cmd)  # type: ignore[arg-type]
                 if answer is not None:
                     answers.append(answer)
@@ -104,17 +114,40 @@ class Connection(asyncio.Protocol):
                 # Like Java's NettyDecoder: no answer to the bad frame, log with the peer, close.
                 log.warning("closing connection from %s: undecodable frame: %s", self.peer, error)
                 self.close()
-            if drained or error is not None:
+            if deferred is not None:
+                self._defer(*deferred)
+            if drained or error is not None or deferred is not None:
                 return
 
-    def _answer(self, cmd: RemotingCommand) -> bytes | None:
+    def _defer(self, cmd: RemotingCommand, job: Callable[[], RegisterParts | Exception]) -> None:
+        """Parse ``cmd``'s body on a worker thread, then answer it (and go on with this
+        connection's frames) back on the loop. Only the parse leaves the loop: the
+        registration is applied in one piece there, so no reader sees half of it."""
+        self.deferred = True
+        if self.transport is not None:
+            self.transport.pause_reading()
+        future = asyncio.get_running_loop().run_in_executor(None, job)
+        future.add_done_callback(lambda done: self._decoded(cmd, done))
+
+    def _decoded(self, cmd: RemotingCommand, done: "asyncio.Future[RegisterParts | Exception]") -> None:
+        self.deferred = False
+        if self.closing:
+            return  # the connection went meanwhile; as if the request had not arrived
+        answer = self._answer(cmd, done.result())  # type: ignore[arg-type]
+        if answer is not None and self.transport is not None:
+            self.transport.write(answer)
+        self._serve(self.decoder.in_frame)
+        if self.transport is not None and not self.output_full and not self.closing and not self.deferred:
+            self.transport.resume_reading()
+
+    def _answer(self, cmd: RemotingCommand, decoded: RegisterParts | Exception | None = None) -> bytes | None:
         metrics = self.server.metrics
         debug = log.isEnabledFor(logging.DEBUG)
         if metrics is None and not debug:
-            response = self.server.processor.handle(cmd, self, self.peer_host)
+            response = self.server.processor.handle(cmd, self, self.peer_host, decoded=decoded)  # type: ignore[arg-type]
         else:
             started = time.perf_counter()
-            response = self.server.processor.handle(cmd, self, self.peer_host)
+            response = self.server.processor.handle(cmd, self, self.peer_host, decoded=decoded)  # type: ignore[arg-type]
             elapsed = time.perf_counter() - started
             if metrics is not None:
                 if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
@@ -141,7 +174,7 @@ class Connection(asyncio.Protocol):
     def resume_writing(self) -> None:
         """The client read down to the low-water mark: answer what is buffered, then read on."""
         self.output_full = False
-        if self.transport is not None and not self.closing:
+        if self.transport is not None and not self.closing and not self.deferred:
             self.last_activity = time.monotonic()  # the client reads: it is not idle
             self._serve(continuing=False)  # a partial frame left buffered is timed from now
             if not self.output_full and not self.closing:

@@ -11,11 +11,14 @@ from __future__ import annotations
 import ipaddress
 import logging
 import zlib
-from dataclasses import replace
-from typing import Callable, Hashable, Sequence, Union
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Hashable, Sequence, Union
 
-from ..protocol.bodies import DataVersion, RegisterBrokerBody, TopicList, TopicRouteData, encode_kv_table, queue_shapes
-from ..protocol.codes import ORDER_TOPIC_CONFIG, VERSION_V3_0_11, VERSION_V4_9_4, RequestCode, ResponseCode, code_name
+from ..protocol.bodies import (
+    DataVersion, QueueShape, RegisterBrokerBody, TopicList, TopicQueueMappingInfo, TopicRouteData, encode_kv_table,
+    queue_shapes, register_body_key,
+)
+from ..protocol.codes import MASTER_ID, ORDER_TOPIC_CONFIG, VERSION_V3_0_11, VERSION_V4_9_4, RequestCode, ResponseCode, code_name
 from ..protocol.command import RemotingCommand
 from ..protocol.compressed import decode_compressed
 from ..protocol.errors import BodyDecodeError
@@ -23,7 +26,7 @@ from ..registry.config import ConfigError, NamesrvConfig, parse_allow_list, pars
 from ..registry.kv import KVStore
 from ..registry.route5 import SYNC_BROKER_MEMBER_GROUP_PREFIX, ZONE_NAME, filter_by_zone, requested_zone, \
     with_acting_masters
-from ..registry.routes import RouteTable
+from ..registry.routes import RouteTable, TopicsDiff
 
 log = logging.getLogger("nameserver")
 
@@ -32,6 +35,10 @@ FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
 #: 5.x answers GET_BROKER_MEMBER_GROUP with the remark its response factory starts with.
 MEMBER_GROUP_REMARK = "not set any response code"
 ROUTE_CACHE_LIMIT = 200_000
+#: A registration body at least this big is parsed on a worker thread (see
+#: Processor.decode_off_loop): a fleet broker's 1.5 MB takes ~15 ms to parse, and
+#: every request behind it on the event loop would wait that long.
+OFF_LOOP_BODY_BYTES = 256 * 1024
 
 
 class RequestError(Exception):
@@ -80,6 +87,56 @@ BROKER_WRITES = frozenset({
     RequestCode.QUERY_DATA_VERSION,  # refreshes a broker's liveness, as a heartbeat does
 })
 
+
+@dataclass(frozen=True, slots=True)
+class RegisterParts:
+    """What REGISTER_BROKER uses of its body. ``key`` (``register_body_key``) is set
+    only when its DataVersion is the one the full parse found."""
+
+    key: bytes | None
+    data_version: DataVersion
+    topics: dict[str, QueueShape]
+    filters: tuple[str, ...] | None
+    mappings: dict[str, TopicQueueMappingInfo]
+    #: the topics diffed against the master's application on record (worker thread)
+    diff: TopicsDiff | None = None
+
+
+def body_key(cmd: RemotingCommand) -> tuple[bytes, DataVersion] | None:
+    """``register_body_key`` of an uncompressed REGISTER_BROKER body (None otherwise)."""
+    return None if _flag(cmd, "compressed") or not cmd.body else register_body_key(cmd.body, cmd.version)
+
+
+def decode_register(cmd: RemotingCommand, known: tuple[bytes, DataVersion] | None, *, max_inflated: int,
+                    max_topics: int) -> RegisterParts:
+    """Parse a REGISTER_BROKER body whose ``body_key`` is ``known``. Pure (reads only
+    ``cmd``), so a worker thread may run it while the event loop serves others; raises
+    BodyDecodeError, also past the limits (``frameMaxLength`` of inflated data,
+    ``maxTopicsPerRegistration``)."""
+    if _flag(cmd, "compressed"):
+        body = decode_compressed(cmd.body, max_inflated=max_inflated, max_topics=max_topics)
+        return RegisterParts(None, body.data_version, queue_shapes(body.topic_configs),
+                             tuple(body.filter_server_list), dict(body.topic_queue_mapping_info))
+    data_version, topics, listed, mappings = RegisterBrokerBody.decode_queues_mapped(cmd.body, cmd.version)
+    if len(topics) > max_topics:
+        raise BodyDecodeError(f"RegisterBrokerBody: {len(topics)} topics exceed the limit of {max_topics}")
+    filters = listed if cmd.body and cmd.version >= VERSION_V3_0_11 else None
+    key = known[0] if known is not None and known[1] == data_version else None
+    return RegisterParts(key, data_version, topics, filters, mappings)
+
+
+def decode_register_safely(cmd: RemotingCommand, known: tuple[bytes, DataVersion] | None, base: Any = None,
+                           master: bool = False, *, max_inflated: int, max_topics: int
+                           ) -> RegisterParts | BodyDecodeError:
+    """``decode_register`` for a worker thread, plus (for a master) the diff of its topics
+    against ``base`` (``RouteTable.applied_hashes`` when the job was made): a refused
+    body comes back as a value, to be raised where the request is answered."""
+    try:
+        parts = decode_register(cmd, known, max_inflated=max_inflated, max_topics=max_topics)
+    except BodyDecodeError as exc:
+        return exc
+    return replace(parts, diff=TopicsDiff.of(parts.topics, base)) if master else parts
+
 #: Requests that change what the name server holds on an operator's behalf (brokers'
 #: own registrations are not admin writes; ``adminAllowList``).
 ADMIN_WRITES = frozenset({
@@ -115,6 +172,8 @@ class Processor:
         self._route_cache: dict[tuple[object, ...], tuple[object, bytes]] = {}
         self._route_cache_generation = -1
         self.route_cache_hits = 0
+        #: a REGISTER_BROKER whose body a worker thread parsed, for handle() to use
+        self._decoded: tuple[RemotingCommand, RegisterParts | BodyDecodeError] | None = None
         self.admin_allow_list = parse_allow_list(config["adminAllowList"])
         self.broker_allow_list = parse_allow_list(config["brokerAllowList"], "brokerAllowList")
         R = RequestCode
@@ -152,10 +211,34 @@ class Processor:
 
     # ----------------------------------------------------------------- entry ----
 
-    def handle(self, cmd: RemotingCommand, conn: Hashable = None, client_host: str | None = None) -> RemotingCommand | None:
+    def decode_off_loop(self, cmd: RemotingCommand) -> Callable[[], RegisterParts | BodyDecodeError] | None:
+        """For a request whose body is big enough to be worth parsing on a worker thread
+        first, the job to run there (its result goes to ``handle(..., decoded=)``); else
+        None. None too when the body is the one its master last sent: that needs no
+        parse at all."""
+        if cmd.code != RequestCode.REGISTER_BROKER or cmd.is_response or len(cmd.body) < OFF_LOOP_BODY_BYTES:
+            return None
+        name, addr, bid = cmd.ext_get("brokerName"), cmd.ext_get("brokerAddr"), cmd.ext_get("brokerId")
+        master = name is not None and addr is not None and bid == str(MASTER_ID)
+        known = body_key(cmd)
+        if master and known is not None and self.routes.topics_applied(name, addr, known[0]):  # type: ignore[arg-type]
+            return None
+        base = self.routes.applied_hashes(name, addr) if master else None  # type: ignore[arg-type]
+        limits = self._body_limits()
+        return lambda: decode_register_safely(cmd, known, base, master, **limits)
+
+    def _body_limits(self) -> dict[str, int]:
+        """What a registration body may hold (decode_register)."""
+        return {"max_inflated": self.config["frameMaxLength"], "max_topics": self.config["maxTopicsPerRegistration"]}
+
+    def handle(self, cmd: RemotingCommand, conn: Hashable = None, client_host: str | None = None, *,
+               decoded: RegisterParts | BodyDecodeError | None = None) -> RemotingCommand | None:
         """The response to send, or None when nothing must be sent (one-way requests,
         stray responses). One-way requests are still processed. ``client_host`` is the
-        peer's IP, checked against ``adminAllowList`` for admin writes."""
+        peer's IP, checked against ``adminAllowList`` for admin writes. ``decoded`` is
+        ``cmd``'s body as ``decode_register_safely`` parsed it on a worker thread; the
+        registration itself is applied here, in one piece."""
+        self._decoded = None if decoded is None else (cmd, decoded)
         if cmd.is_response:
             return None
         handler = self.handlers.get(cmd.code)
@@ -262,23 +345,35 @@ class Processor:
             raise RequestError(ResponseCode.SYSTEM_ERROR, "crc32 not match", {})
         timeout = cmd.ext_get("heartbeatTimeoutMillis")
         acting = cmd.ext_get("enableActingMaster")  # only 5.x brokers send it
-        max_topics = self.config["maxTopicsPerRegistration"]
-        if _flag(cmd, "compressed"):
-            body = decode_compressed(cmd.body, max_inflated=self.config["frameMaxLength"], max_topics=max_topics)
-            data_version, topics = body.data_version, queue_shapes(body.topic_configs)
-            filters: tuple[str, ...] | None = tuple(body.filter_server_list)
-            mappings = body.topic_queue_mapping_info
+        topics: dict[str, QueueShape] | None
+        filters: tuple[str, ...] | None
+        pre, self._decoded = self._decoded, None
+        if pre is not None and pre[0] is cmd:
+            if isinstance(pre[1], BodyDecodeError):
+                raise pre[1]
+            parts: RegisterParts | None = pre[1]
         else:
-            data_version, topics, listed, mappings = RegisterBrokerBody.decode_queues_mapped(cmd.body, cmd.version)
-            filters = listed if cmd.body and cmd.version >= VERSION_V3_0_11 else None
-            if len(topics) > max_topics:
-                raise BodyDecodeError(f"RegisterBrokerBody: {len(topics)} topics exceed the limit of {max_topics}")
+            parts = None
+            # A master re-sending the body it sent last (bar the DataVersion) changes
+            # nothing the body holds: skip parsing 1.5 MB of a fleet broker's topics.
+            known = body_key(cmd)
+            if known is not None and broker_id == MASTER_ID and \
+                    self.routes.topics_applied(broker_name, broker_addr, known[0]):
+                key, data_version, topics, filters, mappings = known[0], known[1], None, None, {}
+            else:
+                parts = decode_register(cmd, known, **self._body_limits())
+        if parts is not None:
+            key, data_version, topics, filters, mappings = (
+                parts.key, parts.data_version, parts.topics, parts.filters, parts.mappings)
+            if key is not None and broker_id == MASTER_ID and self.routes.topics_applied(broker_name, broker_addr, key):
+                topics, filters = None, None  # parsed off the loop, but nothing to apply
         result = self.routes.register_broker(
             cluster, broker_name, broker_addr, broker_id, ha_addr,
             data_version, topics, filters, conn,
             timeout_ms=int(timeout) if timeout and timeout.isdigit() else self.config["brokerChannelExpiredTime"],
             enable_acting_master=None if acting is None else acting.lower() == "true",
-            zone_name=cmd.ext_get(ZONE_NAME), mappings=mappings,
+            zone_name=cmd.ext_get(ZONE_NAME), mappings=mappings, topics_key=key,
+            topics_diff=None if parts is None else parts.diff,
         )
         ext: dict[str, str] = {}
         if result.master_addr is not None and result.ha_server_addr is not None:

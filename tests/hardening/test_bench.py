@@ -4,6 +4,7 @@ speed goals are for the benchmark runs recorded in the README, not for tests).""
 from __future__ import annotations
 
 import json
+from typing import Callable
 
 from typer.testing import CliRunner
 
@@ -56,3 +57,19 @@ def test_bench_churn() -> None:
     out = bench("churn", "--brokers", "50")
     assert out["brokers"] == 50 and out["rss_before_mb"] > 0
     assert abs(out["ratio"] - out["rss_after_mb"] / out["rss_before_mb"]) < 0.005
+
+
+def test_bench_fleet_against_another_name_server(start_namesrv: Callable[..., NameServerProcess]) -> None:
+    """Every figure of issue #19 for both servers, and ours/theirs ratios (here two of ours)."""
+    ours, theirs = start_namesrv(name="ours"), start_namesrv(name="theirs")
+    out = bench("fleet", "-n", ours.addr, "--vs", theirs.addr, "--vs-pid", str(theirs.proc.pid),  # type: ignore[union-attr]
+                "--requests", "2000", "--repeat", "1", "--conns", "2", "--inflight", "4")
+    for side in (out["ours"], out["vs"]):
+        assert side["register_first_ms"] > 0 and side["reregister_unchanged_ms"] > 0
+        assert side["reregister_1pct_changed_ms"] > 0 and side["longest_stall_ms"] > 0
+        assert side["route_quiet"]["requests"] == side["route_under_churn"]["requests"] == 2000
+    assert out["ours"]["rss_growth_mb"] is None  # -n: ours is not our child here
+    assert out["vs"]["rss_growth_mb"] is not None
+    assert set(out["ratios"]) >= {"register_first", "reregister_unchanged", "reregister_1pct_changed",
+                                  "route_p99_under_churn", "longest_stall"}
+    assert out["ratios"]["register_first"] > 0

@@ -1,0 +1,74 @@
+"""Fleet-sized registrations against the real server: their bodies are parsed on a worker
+thread (dispatch.OFF_LOOP_BODY_BYTES), yet each is applied in one piece, answers stay in
+order on the registering connection, and a bad big body is refused like a small one."""
+
+from __future__ import annotations
+
+import threading
+
+from nameserver.protocol.bodies import TopicList, TopicRouteData
+from nameserver.protocol.codes import RequestCode as R
+from nameserver.protocol.command import RemotingCommand, request
+from nameserver.protocol.frame import encode
+from nameserver.protocol.register import register_request
+from nameserver.server.dispatch import OFF_LOOP_BODY_BYTES
+from tests.nsprocess import NameServerProcess, RawClient
+from tests.server.brokers import register
+
+TOPICS = 10_000  # ~1.5 MB bodies, as a fleet broker sends
+
+
+def fleet_register(name: str, prefix: str, counter: int = 1, queues: int = 8) -> RemotingCommand:
+    cmd = register(name, f"127.0.0.1:{20000 + ord(name[-1])}", topics={f"{prefix}_{i:05d}": queues
+                                                                       for i in range(TOPICS)}, counter=counter)
+    assert len(cmd.body) > OFF_LOOP_BODY_BYTES  # the worker-thread path, not the inline one
+    return cmd
+
+
+def test_a_client_polling_during_registrations_sees_each_one_whole(namesrv: NameServerProcess) -> None:
+    """The topic list is one answer over the whole table: while brokers with 10,000 new
+    topics each register, every list holds all of a registration's topics or none."""
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def poll() -> None:
+        with RawClient(namesrv.addr, timeout=30) as client:
+            while not stop.is_set():
+                answer = client.call(request(R.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {}))
+                seen.append(len(TopicList.decode(answer.body).topics) if answer.code == 0 else 0)
+
+    with RawClient(namesrv.addr, timeout=30) as broker:
+        assert broker.call(fleet_register("broker-a", "a")).code == 0
+        poller = threading.Thread(target=poll)
+        poller.start()
+        try:
+            for name, prefix in (("broker-b", "b"), ("broker-c", "c"), ("broker-d", "d")):
+                assert broker.call(fleet_register(name, prefix)).code == 0
+        finally:
+            stop.set()
+            poller.join(30)
+    assert seen, "the poller got no answer"
+    assert set(seen) <= {TOPICS, 2 * TOPICS, 3 * TOPICS, 4 * TOPICS}, sorted(set(seen))
+    assert seen[-1] == 4 * TOPICS
+
+
+def test_answers_stay_in_order_behind_a_registration_parsed_off_the_loop(namesrv: NameServerProcess) -> None:
+    """A route query pipelined right behind a big registration on the same connection is
+    answered after it, and sees it."""
+    with RawClient(namesrv.addr, timeout=30) as broker:
+        reg = fleet_register("broker-a", "a", queues=3)
+        query = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a_09999"})
+        broker.send_bytes(encode(reg) + encode(query))
+        first, second = broker.recv(), broker.recv()
+        assert first is not None and second is not None
+        assert (first.opaque, second.opaque) == (reg.opaque, query.opaque)
+        assert first.code == 0 and second.code == 0
+        assert TopicRouteData.decode(second.body).queue_datas[0].read_queue_nums == 3
+
+
+def test_a_big_body_that_is_not_json_is_refused_and_the_connection_goes_on(namesrv: NameServerProcess) -> None:
+    body = b"{" + b" " * OFF_LOOP_BODY_BYTES + b"not json"
+    with RawClient(namesrv.addr, timeout=30) as broker:
+        answer = broker.call(register_request("DefaultCluster", "broker-a", "127.0.0.1:10911", 0, body))
+        assert answer.code != 0 and "not JSON" in (answer.remark or "")
+        assert broker.call(register("broker-a")).code == 0
