@@ -88,7 +88,8 @@ def job_conf(spark: SparkSession) -> dict[str, str]:
 
     * Capture files are a few MB each: small Arrow batches keep the Python workers'
       memory flat, and about four file splits per core (instead of one per 128 MB) keep
-      every core busy until the end of each pass over the files.
+      every core busy until the end of each pass over the files (unless the session
+      says otherwise: a small local run wants fewer tasks, session.SMALL_CONF).
     * Spark's planned write sorts every task's rows by ``date`` before writing: a copy of
       the whole routes table through the sorter, for rows that mostly share one date per
       task. Concurrent writers (one open file per date) skip it, and fall back to
@@ -96,7 +97,8 @@ def job_conf(spark: SparkSession) -> dict[str, str]:
     """
     return {
         "spark.sql.execution.arrow.maxRecordsPerBatch": "8",
-        "spark.sql.files.minPartitionNum": str(4 * session.default_parallelism(spark)),
+        "spark.sql.files.minPartitionNum": spark.conf.get("spark.sql.files.minPartitionNum", None)
+        or str(4 * session.default_parallelism(spark)),
         "spark.sql.optimizer.plannedWrite.enabled": "false",
         "spark.sql.maxConcurrentOutputFileWriters": "8",
     }
