@@ -5,14 +5,13 @@ JVM starts, and Ctrl-C stops the job without py4j's tracebacks."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import threading
 from pathlib import Path
 from typing import Any, Callable
 
 from .schema import SUFFIX, in_round_directory
-from .session import cancel_all
+from .session import cancel_all, java_binary
 
 def capture_bytes(captures: Path) -> int | None:
     """Total size of the capture files in round directories (NNNNNN/) under ``captures``,
@@ -23,13 +22,12 @@ def capture_bytes(captures: Path) -> int | None:
 
 
 def missing_java() -> str | None:
-    """Why no JVM can start here (spark-class runs $JAVA_HOME/bin/java, else java on
-    PATH), or None: said before Spark fails with "Java gateway process exited"."""
+    """Why no JVM can start here (session.java_binary), or None: said before Spark fails
+    with "Java gateway process exited"."""
+    if java_binary() is not None:
+        return None
     home = os.environ.get("JAVA_HOME")
-    if home:
-        java = Path(home) / "bin" / "java"
-        return None if os.access(java, os.X_OK) else f"JAVA_HOME={home} has no bin/java"
-    return None if shutil.which("java") else "no java on PATH and JAVA_HOME is not set"
+    return f"JAVA_HOME={home} has no bin/java" if home else "no java on PATH and JAVA_HOME is not set"
 
 
 def unwritable(out: Path) -> str | None:

@@ -218,7 +218,7 @@ def class_archive_options(cache: Path | None = None) -> str:
     """
     if os.environ.get(CDS_VARIABLE, "1") == "0":
         return ""
-    java = _java()
+    java = java_binary()
     if java is None:
         return ""
     import pyspark
@@ -240,7 +240,7 @@ def class_archive_options(cache: Path | None = None) -> str:
     return f"-XX:ArchiveClassesAtExit={final}.{os.getpid()} {quiet}"
 
 
-def _java() -> Path | None:
+def java_binary() -> Path | None:
     """The java spark-class runs: $JAVA_HOME/bin/java, else the one on PATH."""
     home = os.environ.get("JAVA_HOME")
     found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
