@@ -172,8 +172,6 @@ class Processor:
         self._route_cache: dict[tuple[object, ...], tuple[object, bytes]] = {}
         self._route_cache_generation = -1
         self.route_cache_hits = 0
-        #: a REGISTER_BROKER whose body a worker thread parsed, for handle() to use
-        self._decoded: tuple[RemotingCommand, RegisterParts | BodyDecodeError] | None = None
         self.admin_allow_list = parse_allow_list(config["adminAllowList"])
         self.broker_allow_list = parse_allow_list(config["brokerAllowList"], "brokerAllowList")
         R = RequestCode
@@ -238,7 +236,6 @@ class Processor:
         peer's IP, checked against ``adminAllowList`` for admin writes. ``decoded`` is
         ``cmd``'s body as ``decode_register_safely`` parsed it on a worker thread; the
         registration itself is applied here, in one piece."""
-        self._decoded = None if decoded is None else (cmd, decoded)
         if cmd.is_response:
             return None
         handler = self.handlers.get(cmd.code)
@@ -249,7 +246,8 @@ class Processor:
                 self._check_allowed(cmd, client_host, self.broker_allow_list, "brokerAllowList")
             if handler is None:
                 raise RequestError(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
-            response = handler(cmd, conn)
+            # A body parsed off the loop is only ever a REGISTER_BROKER's (decode_off_loop).
+            response = handler(cmd, conn) if decoded is None else self.register_broker(cmd, conn, decoded)
         except RequestError as exc:
             response = cmd.response(exc.code, remark=exc.remark, ext=exc.ext, version=self.version)
         except BodyDecodeError as exc:
@@ -334,7 +332,8 @@ class Processor:
 
     # --------------------------------------------------------------- brokers ----
 
-    def register_broker(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
+    def register_broker(self, cmd: RemotingCommand, conn: Hashable,
+                        decoded: RegisterParts | BodyDecodeError | None = None) -> RemotingCommand:
         cluster = _required(cmd, "clusterName")
         broker_name = _required(cmd, "brokerName")
         broker_addr = _required(cmd, "brokerAddr")
@@ -347,13 +346,10 @@ class Processor:
         acting = cmd.ext_get("enableActingMaster")  # only 5.x brokers send it
         topics: dict[str, QueueShape] | None
         filters: tuple[str, ...] | None
-        pre, self._decoded = self._decoded, None
-        if pre is not None and pre[0] is cmd:
-            if isinstance(pre[1], BodyDecodeError):
-                raise pre[1]
-            parts: RegisterParts | None = pre[1]
-        else:
-            parts = None
+        if isinstance(decoded, BodyDecodeError):
+            raise decoded
+        parts: RegisterParts | None = decoded
+        if parts is None:
             # A master re-sending the body it sent last (bar the DataVersion) changes
             # nothing the body holds: skip parsing 1.5 MB of a fleet broker's topics.
             known = body_key(cmd)
