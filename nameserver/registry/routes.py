@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Iterable, Mapping, Sequence
+from itertools import islice
+from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 
 from ..protocol.bodies import (
     BrokerData, ClusterInfo, DataVersion, QueueData, QueueShape, TopicQueueMappingInfo, TopicRouteData,
@@ -105,6 +106,69 @@ class TopicsDiff:
             return cls(None, hashes, topics)
         seen = set(base)
         return cls(base, hashes, dict(item for item, h in zip(items, hashes) if h not in seen))
+
+
+class StagedTopics:
+    """A master's changed topics applied to a copy of the topic table a slice at a time
+    (``step``), while the live table goes on answering readers and taking other writes.
+    Publishing it (``RouteTable.register_broker(..., staged=)``) replays those writes on
+    the copy, applies this registration again to the topics they touched, and swaps the
+    copy in: readers see all of the registration or none of it, and the loop is never
+    held for the whole of a 10^5-topic first registration (~5 us a topic)."""
+
+    def __init__(self, routes: "RouteTable", broker_name: str, broker_addr: str, diff: TopicsDiff) -> None:
+        self.broker_name, self.broker_addr, self.diff = broker_name, broker_addr, diff
+        self._routes = routes
+        self.copy = routes.topic_queue_table.copy()
+        #: writes to the live table since the copy (moved to the next live table by a
+        #: staging published meanwhile; gone if the tables were replaced wholesale)
+        self.journal = routes.topic_queue_table.watch()
+        self._pending = iter(diff.changed.items())
+        self._change = routes._topic_change(broker_name)
+        self.slices = 0
+        self.done = False
+
+    def step(self, count: int) -> bool:
+        """Apply up to ``count`` more topics to the copy; True once all are applied."""
+        batch = list(islice(self._pending, count))
+        if batch:
+            self.copy.update_each(batch, self._change)
+            self.slices += 1
+        self.done = len(batch) < count
+        return self.done
+
+    def abandon(self) -> None:
+        """Stop recording; the copy is dropped. Harmless after publishing."""
+        self._routes.topic_queue_table.unwatch(self.journal)
+
+    def usable(self, base: array | None) -> bool:
+        """Still built on the table readers see, against the application on record."""
+        return self.diff.base is base and self._routes.topic_queue_table.watching(self.journal)
+
+    def finish(self) -> TopicTable[QueueMap]:
+        """The copy with the rest applied and the journal replayed (the caller swaps it in)."""
+        live = self._routes.topic_queue_table
+        live.unwatch(self.journal)
+        while not self.step(1 << 16):
+            pass
+        changed, copy = self.diff.changed, self.copy
+        for topic, value in self.journal.items():
+            if value is None:
+                copy.pop(topic, None)
+            else:
+                copy[topic] = value
+            shape = changed.get(topic)
+            if shape is not None:  # written meanwhile: this registration comes after that write
+                copy.update_each(((topic, shape),), self._change)
+        # Stagings still running were copied from the table this one replaces: what it
+        # changed is, for them, writes made meanwhile.
+        for journal in live.journals():
+            for topic in changed:
+                journal[topic] = copy.get(topic)
+            for topic in self.journal:
+                journal[topic] = copy.get(topic)
+            copy.adopt(journal)
+        return copy
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +322,7 @@ class RouteTable:
         mappings: Mapping[str, TopicQueueMappingInfo] | None = None,
         topics_key: bytes | None = None,
         topics_diff: TopicsDiff | None = None,
+        staged: StagedTopics | None = None,
     ) -> RegisterResult:
         """REGISTER_BROKER, 4.9.8 semantics (spec 4.4 step 3), plus what 5.x adds for a
         5.x broker (one that sends ``enable_acting_master``; None means a 4.x broker):
@@ -279,7 +344,23 @@ class RouteTable:
         names, which ``topics_applied`` said is in the table": nothing to apply, and
         the caller skipped parsing it (pass ``filter_servers`` None then).
         ``topics_diff``: ``topics`` diffed already (``TopicsDiff.of``), if it still applies.
+        ``staged``: that diff applied to a copy of the table already (``stage_master_topics``),
+        published here if it still applies (else applied again, in one piece).
         """
+        try:
+            return self._register_broker(cluster, broker_name, broker_addr, broker_id, ha_server_addr, data_version,
+                                         topics, filter_servers, conn, timeout_ms, enable_acting_master, zone_name,
+                                         mappings, topics_key, topics_diff, staged)
+        finally:
+            if staged is not None:
+                staged.abandon()
+
+    def _register_broker(self, cluster: str, broker_name: str, broker_addr: str, broker_id: int, ha_server_addr: str,
+                         data_version: DataVersion, topics: Mapping[str, QueueShape] | None,
+                         filter_servers: Sequence[str] | None, conn: Hashable | None, timeout_ms: int | None,
+                         enable_acting_master: bool | None, zone_name: str | None,
+                         mappings: Mapping[str, TopicQueueMappingInfo] | None, topics_key: bytes | None,
+                         topics_diff: TopicsDiff | None, staged: StagedTopics | None) -> RegisterResult:
         if topics is None and not (broker_id == MASTER_ID and self.topics_applied(broker_name, broker_addr, topics_key)):
             raise ValueError("topics None is only for a master whose body topics_applied() recognised")
         clusters = self.cluster_addr_table.get(cluster)
@@ -322,7 +403,7 @@ class RouteTable:
                     self._apply_topics(broker_name, _read_only(topics))
                 else:
                     self._apply_master_topics(broker_name, broker_addr, topics, None if mappings else topics_key,
-                                              topics_diff)
+                                              topics_diff, staged)
                 if mappings:
                     self._apply_mappings(mappings)
             elif five:
@@ -374,12 +455,32 @@ class RouteTable:
         applied = self._applied.get(broker_name)
         return applied.hashes if applied is not None and applied.broker_addr == broker_addr else None
 
+    def stage_master_topics(self, broker_name: str, broker_addr: str, broker_id: int, data_version: DataVersion,
+                            diff: TopicsDiff) -> StagedTopics | None:
+        """A staging of ``diff`` (see StagedTopics) for a master registration that will
+        apply its topics, or None when it will not (same DataVersion as on record) or
+        when ``diff`` is stale already (the registration then applies in one piece)."""
+        group = self.broker_addr_table.get(broker_name)
+        live = self.broker_live_table.get(broker_addr)
+        registered = group is not None and group.addrs.get(broker_id) == broker_addr
+        if broker_id != MASTER_ID or (registered and live is not None and live.data_version == data_version):
+            return None
+        if diff.base is not self.applied_hashes(broker_name, broker_addr):
+            return None
+        return StagedTopics(self, broker_name, broker_addr, diff)
+
     def _apply_master_topics(self, broker_name: str, broker_addr: str, topics: Mapping[str, QueueShape],
-                             topics_key: bytes | None, diff: TopicsDiff | None) -> None:
+                             topics_key: bytes | None, diff: TopicsDiff | None,
+                             staged: StagedTopics | None = None) -> None:
         """Apply only what changed since this master's last application: a (topic,
         shape) pair that was applied then and that nothing has overwritten since is
         in the table already. Hashes stand for the pairs (64-bit, salted per process)."""
         base = self.applied_hashes(broker_name, broker_addr)
+        if staged is not None and staged.broker_name == broker_name and staged.usable(base):
+            self.topic_queue_table = staged.finish()
+            self._changed()
+            self._applied[broker_name] = _Applied(broker_addr, topics_key, staged.diff.hashes)
+            return
         if diff is None or diff.base is not base:
             diff = TopicsDiff.of(topics, base)
         if diff.changed:
@@ -389,6 +490,11 @@ class RouteTable:
     def _apply_topics(self, broker_name: str, topics: Mapping[str, QueueShape]) -> None:
         """The hot loop of a re-registration: a fleet broker reports 10^4 topics that
         mostly did not change, which costs a lookup and an identity check each."""
+        if self.topic_queue_table.update_each(topics.items(), self._topic_change(broker_name)):
+            self._changed()
+
+    def _topic_change(self, broker_name: str) -> Callable[[QueueMap | None, QueueShape], QueueMap]:
+        """A topic's queues with ``broker_name``'s set to a shape (for update_each)."""
         pool = self._pool(broker_name)
 
         def change(queues: QueueMap | None, shape: QueueShape) -> QueueMap:
@@ -400,8 +506,7 @@ class RouteTable:
             old = queues.get(broker_name)
             return queues if old is qd or old == qd else self._with(queues, qd)
 
-        if self.topic_queue_table.update_each(topics.items(), change):
-            self._changed()
+        return change
 
     def _apply_mappings(self, mappings: Mapping[str, TopicQueueMappingInfo]) -> None:
         """Java 5 files each mapping under the broker name the mapping itself names."""

@@ -28,7 +28,8 @@ class TopicTable(Generic[V]):
     """A str -> V mapping (V not None) with the dict methods the registry uses. Names
     are kept with ``surrogatepass``, so any str a header decoder produced fits."""
 
-    __slots__ = ("_names", "_starts", "_hashes", "_values", "_index", "_mask", "_live", "_layout", "_slot")
+    __slots__ = ("_names", "_starts", "_hashes", "_values", "_index", "_mask", "_live", "_layout", "_slot",
+                 "_journals")
 
     def __init__(self) -> None:
         self._names = bytearray()          # every name ever added, UTF-8, back to back
@@ -40,6 +41,46 @@ class TopicTable(Generic[V]):
         self._live = 0
         self._layout = 0  # moves when entries are appended or renumbered (iteration guard)
         self._slot = _prober(self._index, self._mask, self._hashes, self._starts, self._names)
+        #: see watch(): each maps a topic written since to its value then (None: deleted)
+        self._journals: list[dict[str, V | None]] = []
+
+    def copy(self) -> "TopicTable[V]":
+        """An independent table with the same entries (values shared, not copied): a
+        few array copies, so a 10^5-topic table copies in about a millisecond. Its
+        journals are not copied."""
+        other: TopicTable[V] = TopicTable.__new__(TopicTable)
+        other._names, other._starts, other._hashes = bytearray(self._names), array("I", self._starts), \
+            array("q", self._hashes)
+        other._values, other._index, other._mask = list(self._values), array("i", self._index), self._mask
+        other._live, other._layout, other._journals = self._live, 0, []
+        other._slot = _prober(other._index, other._mask, other._hashes, other._starts, other._names)
+        return other
+
+    def watch(self) -> dict[str, V | None]:
+        """Start recording writes: the returned journal maps each topic written from now
+        on to its latest value (None: deleted), in the order topics were first written,
+        until ``unwatch``. This is how a copy built meanwhile learns what changed here."""
+        journal: dict[str, V | None] = {}
+        self._journals.append(journal)
+        return journal
+
+    def unwatch(self, journal: dict[str, V | None]) -> None:
+        self._journals = [j for j in self._journals if j is not journal]
+
+    def watching(self, journal: dict[str, V | None]) -> bool:
+        return any(j is journal for j in self._journals)
+
+    def journals(self) -> list[dict[str, V | None]]:
+        """The journals recording this table's writes."""
+        return list(self._journals)
+
+    def adopt(self, journal: dict[str, V | None]) -> None:
+        """Record into ``journal`` from now on (a table replacing the one it watched)."""
+        self._journals.append(journal)
+
+    def _record(self, topic: str, value: V | None) -> None:
+        for journal in self._journals:
+            journal[topic] = value
 
     # ---------------------------------------------------------------- lookup ----
 
@@ -69,6 +110,8 @@ class TopicTable(Generic[V]):
             raise ValueError("TopicTable values cannot be None")
         key, h = topic.encode("utf-8", "surrogatepass"), hash(topic)
         e, slot = self._slot(key, h)
+        if self._journals:
+            self._record(topic, value)
         if e >= 0 and self._values[e] is not None:
             self._values[e] = value  # in place: order kept, as a dict does
             return
@@ -97,6 +140,8 @@ class TopicTable(Generic[V]):
         value = self._values[e]
         self._values[e] = None
         self._live -= 1
+        if self._journals:
+            self._record(topic, None)
         if self._live * 2 < len(self._values) - _MIN_INDEX:
             self._rebuild()
         return value
@@ -116,6 +161,8 @@ class TopicTable(Generic[V]):
             changed += 1
             if old is not None:
                 values[e] = new
+                if self._journals:
+                    self._record(topic, new)
             else:
                 self[topic] = new  # appends, and may re-index
                 values, slot = self._values, self._slot
@@ -135,6 +182,8 @@ class TopicTable(Generic[V]):
                 continue
             values[e] = new
             changed += 1
+            if self._journals:
+                self._record(self._name(e), new)
             if new is None:
                 self._live -= 1
         if self._live * 2 < len(values) - _MIN_INDEX:
@@ -142,7 +191,11 @@ class TopicTable(Generic[V]):
         return changed
 
     def clear(self) -> None:
+        journals = self._journals
+        for topic in self:
+            self._record(topic, None)
         self.__init__()  # type: ignore[misc]
+        self._journals = journals
 
     def _rebuild(self) -> None:
         """Drop deleted entries and size the index for twice the live entries."""

@@ -12,7 +12,8 @@ from ..protocol.codes import RequestCode, code_name
 from ..protocol.command import RemotingCommand
 from ..protocol.errors import ProtocolError
 from ..protocol.frame import NEED_DATA, FrameDecoder, encode
-from .dispatch import RegisterParts
+from ..registry.routes import StagedTopics
+from .dispatch import STAGE_SLICE_TOPICS, RegisterParts
 
 if TYPE_CHECKING:
     from .app import NameServer
@@ -42,6 +43,8 @@ class Connection(asyncio.Protocol):
         #: a request whose body a worker thread is parsing: later frames of this
         #: connection wait (answers stay in order) and reading pauses meanwhile
         self.deferred = False
+        #: the task applying a big registration in slices (kept so it is not collected)
+        self._staging: asyncio.Future[None] | None = None
 
     def __repr__(self) -> str:
         return f"<Connection {self.peer}>"
@@ -98,7 +101,7 @@ class Connection(asyncio.Protocol):
                     drained = True
                     break
                 continuing = False
-                job = self.server.processor.decode_off_loop(cmd)  # type: ignore[arg-type]
+                job = self.server.processor.decode_off_loop(cmd, self.peer_host)  # type: ignore[arg-type]
                 if job is not None:
                     deferred = (cmd, job)
                     break
@@ -130,24 +133,60 @@ class Connection(asyncio.Protocol):
         future.add_done_callback(lambda done: self._decoded(cmd, done))
 
     def _decoded(self, cmd: RemotingCommand, done: "asyncio.Future[RegisterParts | Exception]") -> None:
-        self.deferred = False
         if self.closing:
+            self.deferred = False
             return  # the connection went meanwhile; as if the request had not arrived
-        answer = self._answer(cmd, done.result())  # type: ignore[arg-type]
+        decoded = done.result()
+        staged = self.server.processor.stage_register(cmd, decoded)  # type: ignore[arg-type]
+        if staged is None:
+            self._finish(cmd, decoded)
+        else:
+            self._staging = asyncio.ensure_future(self._apply_in_slices(cmd, decoded, staged))
+
+    async def _apply_in_slices(self, cmd: RemotingCommand, decoded: RegisterParts | Exception,
+                               staged: StagedTopics) -> None:
+        """Build a big registration's new topic table a slice at a time, letting every
+        other connection be served between slices, then publish it in one piece."""
+        try:
+            while not staged.step(STAGE_SLICE_TOPICS):
+                await asyncio.sleep(0)
+                if self.closing:
+                    self.deferred = False
+                    return  # as if the request had not arrived
+        except Exception:  # a bug: say so, and apply the registration the plain way
+            log.exception("staging the registration of %s from %s failed", cmd.ext_get("brokerName"), self.peer)
+            staged.abandon()
+            self._finish(cmd, decoded)
+            return
+        try:
+            log.info("registration of %s from %s: %d topics applied in %d slices", cmd.ext_get("brokerName"),
+                     self.peer, len(staged.diff.changed), staged.slices)
+            self._finish(cmd, decoded, staged)
+        finally:
+            staged.abandon()
+
+    def _finish(self, cmd: RemotingCommand, decoded: RegisterParts | Exception,
+                staged: StagedTopics | None = None) -> None:
+        """Answer the deferred request, then go on with this connection's frames."""
+        self.deferred = False
+        answer = self._answer(cmd, decoded, staged)
         if answer is not None and self.transport is not None:
             self.transport.write(answer)
         self._serve(self.decoder.in_frame)
         if self.transport is not None and not self.output_full and not self.closing and not self.deferred:
             self.transport.resume_reading()
 
-    def _answer(self, cmd: RemotingCommand, decoded: RegisterParts | Exception | None = None) -> bytes | None:
+    def _answer(self, cmd: RemotingCommand, decoded: RegisterParts | Exception | None = None,
+                staged: StagedTopics | None = None) -> bytes | None:
         metrics = self.server.metrics
         debug = log.isEnabledFor(logging.DEBUG)
         if metrics is None and not debug:
-            response = self.server.processor.handle(cmd, self, self.peer_host, decoded=decoded)  # type: ignore[arg-type]
+            response = self.server.processor.handle(cmd, self, self.peer_host, decoded=decoded,  # type: ignore[arg-type]
+                                                    staged=staged)
         else:
             started = time.perf_counter()
-            response = self.server.processor.handle(cmd, self, self.peer_host, decoded=decoded)  # type: ignore[arg-type]
+            response = self.server.processor.handle(cmd, self, self.peer_host, decoded=decoded,  # type: ignore[arg-type]
+                                                    staged=staged)
             elapsed = time.perf_counter() - started
             if metrics is not None:
                 if cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:

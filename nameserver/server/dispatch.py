@@ -26,7 +26,7 @@ from ..registry.config import ConfigError, NamesrvConfig, parse_allow_list, pars
 from ..registry.kv import KVStore
 from ..registry.route5 import SYNC_BROKER_MEMBER_GROUP_PREFIX, ZONE_NAME, filter_by_zone, requested_zone, \
     with_acting_masters
-from ..registry.routes import RouteTable, TopicsDiff
+from ..registry.routes import RouteTable, StagedTopics, TopicsDiff
 
 log = logging.getLogger("nameserver")
 
@@ -39,6 +39,11 @@ ROUTE_CACHE_LIMIT = 200_000
 #: Processor.decode_off_loop): a fleet broker's 1.5 MB takes ~15 ms to parse, and
 #: every request behind it on the event loop would wait that long.
 OFF_LOOP_BODY_BYTES = 256 * 1024
+#: The same for a compressed body: 100,000 topics deflate to ~250 KB.
+OFF_LOOP_COMPRESSED_BYTES = 16 * 1024
+#: Topics a master registration applies per turn of the event loop when it has more than
+#: this many to apply (``Processor.stage_register``): ~5 us each, so ~5 ms a slice.
+STAGE_SLICE_TOPICS = 1024
 
 
 class RequestError(Exception):
@@ -209,12 +214,17 @@ class Processor:
 
     # ----------------------------------------------------------------- entry ----
 
-    def decode_off_loop(self, cmd: RemotingCommand) -> Callable[[], RegisterParts | BodyDecodeError] | None:
+    def decode_off_loop(self, cmd: RemotingCommand, client_host: str | None = None
+                        ) -> Callable[[], RegisterParts | BodyDecodeError] | None:
         """For a request whose body is big enough to be worth parsing on a worker thread
         first, the job to run there (its result goes to ``handle(..., decoded=)``); else
         None. None too when the body is the one its master last sent: that needs no
-        parse at all."""
-        if cmd.code != RequestCode.REGISTER_BROKER or cmd.is_response or len(cmd.body) < OFF_LOOP_BODY_BYTES:
+        parse at all, and when ``client_host`` is not on ``brokerAllowList``: ``handle``
+        refuses it before anything reads its body."""
+        if cmd.code != RequestCode.REGISTER_BROKER or cmd.is_response or len(cmd.body) < (
+                OFF_LOOP_COMPRESSED_BYTES if _flag(cmd, "compressed") else OFF_LOOP_BODY_BYTES):
+            return None
+        if self.broker_allow_list and not self._allowed(client_host, self.broker_allow_list):
             return None
         name, addr, bid = cmd.ext_get("brokerName"), cmd.ext_get("brokerAddr"), cmd.ext_get("brokerId")
         master = name is not None and addr is not None and bid == str(MASTER_ID)
@@ -225,17 +235,34 @@ class Processor:
         limits = self._body_limits()
         return lambda: decode_register_safely(cmd, known, base, master, **limits)
 
+    def stage_register(self, cmd: RemotingCommand, decoded: RegisterParts | BodyDecodeError | None
+                       ) -> StagedTopics | None:
+        """For a master registration parsed off the loop with more than a slice of topics
+        to apply, its topics applied to a copy of the table, ``STAGE_SLICE_TOPICS`` per
+        ``step``; the server steps it between other requests, then answers it with
+        ``handle(..., staged=)``, which publishes it in one atomic swap. None: apply in
+        ``handle`` in one piece (small, refused, or nothing to apply)."""
+        if not isinstance(decoded, RegisterParts) or decoded.diff is None or \
+                len(decoded.diff.changed) <= STAGE_SLICE_TOPICS:
+            return None
+        name, addr, bid = cmd.ext_get("brokerName"), cmd.ext_get("brokerAddr"), cmd.ext_get("brokerId")
+        if name is None or addr is None or bid != str(MASTER_ID):
+            return None
+        return self.routes.stage_master_topics(name, addr, MASTER_ID, decoded.data_version, decoded.diff)
+
     def _body_limits(self) -> dict[str, int]:
         """What a registration body may hold (decode_register)."""
         return {"max_inflated": self.config["frameMaxLength"], "max_topics": self.config["maxTopicsPerRegistration"]}
 
     def handle(self, cmd: RemotingCommand, conn: Hashable = None, client_host: str | None = None, *,
-               decoded: RegisterParts | BodyDecodeError | None = None) -> RemotingCommand | None:
+               decoded: RegisterParts | BodyDecodeError | None = None,
+               staged: StagedTopics | None = None) -> RemotingCommand | None:
         """The response to send, or None when nothing must be sent (one-way requests,
         stray responses). One-way requests are still processed. ``client_host`` is the
         peer's IP, checked against ``adminAllowList`` for admin writes. ``decoded`` is
         ``cmd``'s body as ``decode_register_safely`` parsed it on a worker thread; the
-        registration itself is applied here, in one piece."""
+        registration itself is applied here, in one piece, or (``staged``, from
+        ``stage_register``) published here in one swap."""
         if cmd.is_response:
             return None
         handler = self.handlers.get(cmd.code)
@@ -247,7 +274,7 @@ class Processor:
             if handler is None:
                 raise RequestError(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
             # A body parsed off the loop is only ever a REGISTER_BROKER's (decode_off_loop).
-            response = handler(cmd, conn) if decoded is None else self.register_broker(cmd, conn, decoded)
+            response = handler(cmd, conn) if decoded is None else self.register_broker(cmd, conn, decoded, staged)
         except RequestError as exc:
             response = cmd.response(exc.code, remark=exc.remark, ext=exc.ext, version=self.version)
         except BodyDecodeError as exc:
@@ -261,13 +288,18 @@ class Processor:
         return None if cmd.is_oneway else response
 
     @staticmethod
-    def _check_allowed(cmd: RemotingCommand, client_host: str | None, networks: Sequence[Network], name: str) -> None:
-        """Raise NO_PERMISSION unless ``client_host`` is in one of ``networks``."""
+    def _allowed(client_host: str | None, networks: Sequence[Network]) -> bool:
         try:
             ip = None if client_host is None else ipaddress.ip_address(client_host)
         except ValueError:
-            ip = None
-        if ip is None or not any(ip in net for net in networks):
+            return False
+        return ip is not None and any(ip in net for net in networks)
+
+    @classmethod
+    def _check_allowed(cls, cmd: RemotingCommand, client_host: str | None, networks: Sequence[Network],
+                       name: str) -> None:
+        """Raise NO_PERMISSION unless ``client_host`` is in one of ``networks``."""
+        if not cls._allowed(client_host, networks):
             log.warning("refused %s from %s: not in %s", code_name(cmd.code), client_host, name)
             raise RequestError(ResponseCode.NO_PERMISSION,
                                f"{code_name(cmd.code)} from {client_host} refused: not in {name}")
@@ -333,7 +365,8 @@ class Processor:
     # --------------------------------------------------------------- brokers ----
 
     def register_broker(self, cmd: RemotingCommand, conn: Hashable,
-                        decoded: RegisterParts | BodyDecodeError | None = None) -> RemotingCommand:
+                        decoded: RegisterParts | BodyDecodeError | None = None,
+                        staged: StagedTopics | None = None) -> RemotingCommand:
         cluster = _required(cmd, "clusterName")
         broker_name = _required(cmd, "brokerName")
         broker_addr = _required(cmd, "brokerAddr")
@@ -369,7 +402,7 @@ class Processor:
             timeout_ms=int(timeout) if timeout and timeout.isdigit() else self.config["brokerChannelExpiredTime"],
             enable_acting_master=None if acting is None else acting.lower() == "true",
             zone_name=cmd.ext_get(ZONE_NAME), mappings=mappings, topics_key=key,
-            topics_diff=None if parts is None else parts.diff,
+            topics_diff=None if parts is None else parts.diff, staged=staged,
         )
         ext: dict[str, str] = {}
         if result.master_addr is not None and result.ha_server_addr is not None:

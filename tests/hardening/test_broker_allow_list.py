@@ -8,6 +8,11 @@ from nameserver.protocol.bodies import DataVersion
 from nameserver.protocol.codes import RequestCode as R
 from nameserver.protocol.codes import ResponseCode
 from nameserver.protocol.command import request
+from nameserver.protocol.register import register_request
+from nameserver.registry.config import NamesrvConfig
+from nameserver.registry.kv import KVStore
+from nameserver.registry.routes import RouteTable
+from nameserver.server.dispatch import OFF_LOOP_BODY_BYTES, Processor
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 
@@ -36,3 +41,25 @@ def test_listed_brokers_register(start_namesrv: Callable[..., NameServerProcess]
         assert broker.call(register("broker-a")).code == 0
         assert broker.call(request(R.BROKER_HEARTBEAT, IDENTITY)).code == 0
         assert broker.call(request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "order_topic"})).code == 0
+
+
+def test_an_unlisted_broker_s_big_body_is_never_parsed() -> None:
+    """The allowlist comes first: no worker-thread parse is even set up for a refused
+    address (a stranger must not make the server parse 16 MB), while a listed one's is."""
+    config = NamesrvConfig()
+    config.commit(config.prepare({"brokerAllowList": "10.9.9.9"})[0])
+    processor = Processor(RouteTable(), KVStore(), config)
+    big = register("broker-a", topics={f"t{i:05d}": 8 for i in range(5000)})
+    assert len(big.body) >= OFF_LOOP_BODY_BYTES
+    assert processor.decode_off_loop(big, "127.0.0.1") is None
+    assert processor.handle(big, "conn", "127.0.0.1").code == ResponseCode.NO_PERMISSION  # type: ignore[union-attr]
+    assert processor.decode_off_loop(big, "10.9.9.9") is not None
+
+
+def test_an_unlisted_broker_s_big_body_is_refused_by_the_server(start_namesrv: Callable[..., NameServerProcess]) -> None:
+    ns = start_namesrv({"brokerAllowList": "10.9.9.9"})
+    body = b"{" + b" " * OFF_LOOP_BODY_BYTES + b"not json"
+    with RawClient(ns.addr, timeout=30) as broker:
+        resp = broker.call(register_request("DefaultCluster", "broker-a", "127.0.0.1:10911", 0, body))
+        assert resp.code == ResponseCode.NO_PERMISSION and "not in brokerAllowList" in (resp.remark or "")
+        assert broker.call(request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "x"})).code == ResponseCode.TOPIC_NOT_EXIST

@@ -111,17 +111,19 @@ admin = st.one_of(
 operations = st.lists(st.one_of(registrations, registrations, admin), max_size=25)
 
 
-def check(ops: list[tuple[Any, ...]], *, off_loop: bool = False) -> None:
+def check(ops: list[tuple[Any, ...]], *, off_loop: bool = False, staging: bool = False) -> None:
     """Run ``ops`` through a Processor and the model, comparing after each. ``off_loop``:
     each registration's body is parsed and diffed as the server's worker thread does
     (``decode_off_loop``) *before* the next operation, and applied after it, as happens
-    when another connection's request is served while the worker runs."""
+    when another connection's request is served while the worker runs. ``staging``:
+    then also applied to a copy of the table (``stage_register``), one topic of it before
+    the next operation and the rest after, as the server does in slices."""
     model, routes = Model(), RouteTable()
     processor = Processor(routes, KVStore(), NamesrvConfig())
     pending: tuple[Any, ...] | None = None
 
-    def apply(cmd: Any, conn: str, decoded: Any, model_step: Any, op: tuple[Any, ...]) -> None:
-        response = processor.handle(cmd, conn, decoded=decoded)
+    def apply(cmd: Any, conn: str, decoded: Any, model_step: Any, op: tuple[Any, ...], staged: Any = None) -> None:
+        response = processor.handle(cmd, conn, decoded=decoded, staged=staged)
         model_step()
         assert response is not None and response.code == 0, (op, response)
         assert ours(routes) == (model.topics, model.groups, model.live), op
@@ -150,11 +152,14 @@ def check(ops: list[tuple[Any, ...]], *, off_loop: bool = False) -> None:
             step = lambda n=name, a=addr_of(name, slot), b=broker_id: model.unregister(n, a, b)  # noqa: E731
         job = processor.decode_off_loop(cmd) if off_loop and kind == "register" else None
         decoded = None if job is None else job()
+        staged = processor.stage_register(cmd, decoded) if staging and job is not None else None
+        if staged is not None:
+            staged.step(1)
         if pending is not None and job is not None:
             apply(*pending)  # two registrations in a row: the first is answered first
             pending = None
         if job is not None:
-            pending = (cmd, f"conn-{op[1]}", decoded, step, op)
+            pending = (cmd, f"conn-{op[1]}", decoded, step, op, staged)
             continue
         apply(cmd, f"conn-{op[1]}", None, step, op)
         if pending is not None:
@@ -179,6 +184,19 @@ def test_registrations_parsed_off_the_loop_match_java_498_too(ops: list[tuple[An
         check(ops, off_loop=True)
     finally:
         dispatch.OFF_LOOP_BODY_BYTES = threshold
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(operations)
+def test_registrations_applied_in_slices_match_java_498_too(ops: list[tuple[Any, ...]]) -> None:
+    """The same again, every registration with a topic to apply staged on a copy of the
+    table (as a 10^5-topic one is) while the next operation runs on the live table."""
+    saved = dispatch.OFF_LOOP_BODY_BYTES, dispatch.STAGE_SLICE_TOPICS
+    dispatch.OFF_LOOP_BODY_BYTES, dispatch.STAGE_SLICE_TOPICS = 0, 0
+    try:
+        check(ops, off_loop=True, staging=True)
+    finally:
+        dispatch.OFF_LOOP_BODY_BYTES, dispatch.STAGE_SLICE_TOPICS = saved
 
 
 def test_bumped_version_restores_the_wiped_perm_and_a_same_version_keeps_the_wipe() -> None:

@@ -5,9 +5,11 @@ order on the registering connection, and a bad big body is refused like a small 
 from __future__ import annotations
 
 import threading
+import time
 
 from nameserver.protocol.bodies import TopicList, TopicRouteData
 from nameserver.protocol.codes import RequestCode as R
+from nameserver.protocol.codes import ResponseCode
 from nameserver.protocol.command import RemotingCommand, request
 from nameserver.protocol.frame import encode
 from nameserver.protocol.register import register_request
@@ -16,6 +18,7 @@ from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 
 TOPICS = 10_000  # ~1.5 MB bodies, as a fleet broker sends
+R_TOPIC_NOT_EXIST = ResponseCode.TOPIC_NOT_EXIST
 
 
 def fleet_register(name: str, prefix: str, counter: int = 1, queues: int = 8) -> RemotingCommand:
@@ -72,3 +75,40 @@ def test_a_big_body_that_is_not_json_is_refused_and_the_connection_goes_on(names
         answer = broker.call(register_request("DefaultCluster", "broker-a", "127.0.0.1:10911", 0, body))
         assert answer.code != 0 and "not JSON" in (answer.remark or "")
         assert broker.call(register("broker-a")).code == 0
+
+
+def test_a_100k_topic_first_registration_is_applied_in_slices_and_seen_whole(namesrv: NameServerProcess) -> None:
+    """Its topics are applied a slice at a time (the log says how many slices) while
+    other clients are answered, and published in one swap: a route query for its first
+    topic and one for its last, pipelined so that they are answered back to back, find
+    both or neither."""
+    big = register("broker-z", "127.0.0.1:20001", topics={f"t{i:05d}": 8 for i in range(100_000)})
+    pairs: list[tuple[int, int]] = []
+    stop = threading.Event()
+
+    def poll() -> None:
+        with RawClient(namesrv.addr, timeout=60) as client:
+            while not stop.is_set():
+                first = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "t00000"})
+                last = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "t99999"})
+                client.send_bytes(encode(first) + encode(last))
+                a, b = client.recv(), client.recv()
+                assert a is not None and b is not None
+                pairs.append((a.code, b.code))
+
+    with RawClient(namesrv.addr, timeout=60) as broker:
+        assert broker.call(fleet_register("broker-a", "a")).code == 0
+        poller = threading.Thread(target=poll)
+        poller.start()
+        try:
+            assert broker.call(big).code == 0
+            answered = len(pairs)
+            while len(pairs) < answered + 2 and poller.is_alive():  # answers made after the registration's
+                time.sleep(0.01)
+        finally:
+            stop.set()
+            poller.join(60)
+    assert set(pairs) <= {(R_TOPIC_NOT_EXIST, R_TOPIC_NOT_EXIST), (0, 0)}, sorted(set(pairs))
+    assert pairs[0] == (R_TOPIC_NOT_EXIST, R_TOPIC_NOT_EXIST) and pairs[-1] == (0, 0)
+    slices = [line for line in namesrv.stderr().splitlines() if "100000 topics applied in" in line]
+    assert len(slices) == 1 and int(slices[0].split()[-2]) >= 100_000 // 1024, slices

@@ -1,0 +1,112 @@
+"""A big master registration staged on a copy of the topic table (StagedTopics): readers
+see nothing of it until it is published, writes made meanwhile are kept, and the result
+equals applying those writes first and the registration after them, in one piece."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from nameserver.protocol.bodies import DataVersion
+from nameserver.protocol.codes import PERM_READ, PERM_WRITE
+from nameserver.registry.routes import RouteTable, TopicsDiff
+from tests.registry.builders import CLUSTER, MASTER_A, MASTER_B, dv, ha_of
+
+MASTER_C = "10.0.0.5:10911"
+SHAPE = (8, 8, PERM_READ | PERM_WRITE, 0)
+
+
+def _topics(prefix: str, n: int, shape: tuple[int, int, int, int] = SHAPE) -> dict[str, tuple[int, int, int, int]]:
+    return {f"{prefix}_{i:05d}": shape for i in range(n)}
+
+
+def _register(table: RouteTable, name: str, addr: str, topics: dict, counter: int = 1, staged: object = None) -> None:
+    table.register_broker(CLUSTER, name, addr, 0, ha_of(addr), dv(counter), topics, (),
+                          staged=staged)  # type: ignore[arg-type]
+
+
+def _state(table: RouteTable) -> dict:
+    state = table.export_state()
+    del state["live"]
+    return state
+
+
+def _fleet() -> RouteTable:
+    table = RouteTable(clock=lambda: 1_000)
+    _register(table, "broker-a", MASTER_A, _topics("shared", 3000))
+    return table
+
+
+def _staged_vs_sequential(meanwhile: Callable[[RouteTable], None], topics: dict) -> tuple[RouteTable, RouteTable]:
+    """The registration of broker-b staged around ``meanwhile`` on one table, and applied
+    after ``meanwhile`` in one piece on another."""
+    staged_table, plain = _fleet(), _fleet()
+    staging = staged_table.stage_master_topics("broker-b", MASTER_B, 0, dv(1), TopicsDiff.of(topics, None))
+    assert staging is not None
+    before = _state(staged_table)
+    assert not staging.step(1000)  # one slice: nothing of it is visible yet
+    assert _state(staged_table) == before and staged_table.queues_of("b_00000") is None
+    meanwhile(staged_table)
+    while not staging.step(1000):
+        pass
+    assert staged_table.queues_of("b_00000") is None  # applied to the copy only
+    _register(staged_table, "broker-b", MASTER_B, topics, staged=staging)
+    meanwhile(plain)
+    _register(plain, "broker-b", MASTER_B, topics)
+    return staged_table, plain
+
+
+def test_a_staged_registration_is_invisible_until_published_then_whole() -> None:
+    topics = {**_topics("b", 5000), **_topics("shared", 3000, (4, 4, PERM_READ | PERM_WRITE, 0))}
+    staged, plain = _staged_vs_sequential(lambda t: None, topics)
+    assert _state(staged) == _state(plain)
+    assert len(staged.topic_queue_table) == 8000
+    assert staged.queues_of("shared_00001")["broker-b"].read_queue_nums == 4  # type: ignore[index]
+
+
+def test_writes_made_while_staging_are_kept_and_the_registration_comes_after_them() -> None:
+    def meanwhile(table: RouteTable) -> None:
+        table.wipe_write_perm("broker-a")                    # every shared topic rewritten
+        table.delete_topic("b_00002", None)                  # not there yet: nothing happens
+        table.delete_topic("shared_00007", None)             # a topic the registration also lists
+        _register(table, "broker-c", MASTER_C, {**_topics("c", 50), "b_00003": (1, 1, PERM_READ, 0)})
+
+    staged, plain = _staged_vs_sequential(meanwhile, {**_topics("b", 5000), **_topics("shared", 3000)})
+    assert _state(staged) == _state(plain)
+    assert set(staged.queues_of("b_00003") or {}) == {"broker-c", "broker-b"}  # type: ignore[arg-type]
+    assert staged.queues_of("shared_00008")["broker-a"].perm == PERM_READ  # type: ignore[index]
+    assert set(staged.queues_of("shared_00007") or {}) == {"broker-b"}  # type: ignore[arg-type]
+
+
+def test_two_stagings_at_once_equal_one_after_the_other() -> None:
+    b, c = _topics("b", 4000), {**_topics("c", 4000), **_topics("b", 100, (2, 2, PERM_READ, 0))}
+    table, plain = _fleet(), _fleet()
+    first = table.stage_master_topics("broker-b", MASTER_B, 0, dv(1), TopicsDiff.of(b, None))
+    second = table.stage_master_topics("broker-c", MASTER_C, 0, dv(1), TopicsDiff.of(c, None))
+    assert first is not None and second is not None
+    first.step(1000), second.step(1000)
+    _register(table, "broker-b", MASTER_B, b, staged=first)
+    assert table.queues_of("c_00000") is None and len(table.topic_queue_table) == 7000
+    _register(table, "broker-c", MASTER_C, c, staged=second)
+    _register(plain, "broker-b", MASTER_B, b)
+    _register(plain, "broker-c", MASTER_C, c)
+    assert _state(table) == _state(plain)
+
+
+def test_a_staging_outlived_by_a_wholesale_replacement_is_applied_again_in_one_piece() -> None:
+    table = _fleet()
+    topics = _topics("b", 3000)
+    staging = table.stage_master_topics("broker-b", MASTER_B, 0, dv(1), TopicsDiff.of(topics, None))
+    assert staging is not None
+    table.import_state(table.export_state())  # a warm restart's tables, say
+    _register(table, "broker-b", MASTER_B, topics, staged=staging)
+    assert len(table.topic_queue_table) == 6000
+    assert not table.topic_queue_table.journals()  # nothing left recording
+
+
+def test_nothing_is_staged_for_a_registration_that_applies_no_topics() -> None:
+    table = _fleet()
+    topics = _topics("shared", 3000)
+    same = table.stage_master_topics("broker-a", MASTER_A, 0, dv(1), TopicsDiff.of(topics, None))
+    assert same is None  # same DataVersion: 4.9.8 ignores the body
+    stale = table.stage_master_topics("broker-a", MASTER_A, 0, DataVersion(9, 9), TopicsDiff.of(topics, None))
+    assert stale is None  # diffed against no application while one is on record: redo in one piece
