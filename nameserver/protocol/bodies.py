@@ -190,18 +190,24 @@ class RegisterBrokerBody:
             DataVersion, dict[str, QueueShape], tuple[str, ...], dict[str, "TopicQueueMappingInfo"]]:
         """``decode_queues`` plus the 5.x static-topic mappings (empty from 4.x brokers)."""
         data_version, table, filters, mappings = _register_parts(body, version)
-        shapes: dict[str, QueueShape] = {}
-        for name, tc in table.items():
-            if type(tc) is dict:
-                read, write, perm = tc.get("readQueueNums"), tc.get("writeQueueNums"), tc.get("perm")
-                flag, topic = tc.get("topicSysFlag", 0), tc.get("topicName") or name
-                if type(read) is int and type(write) is int and type(perm) is int and type(flag) is int \
-                        and type(topic) is str:
-                    shapes[topic] = (read, write, perm, flag)
-                    continue
-            config = TopicConfig.from_obj(name, tc)  # the careful path: defaults, or a clear error
-            shapes[config.topic_name] = config.shape
-        return data_version, shapes, filters, _mapping_infos(mappings)
+        return data_version, table_shapes(table), filters, _mapping_infos(mappings)
+
+
+def table_shapes(table: Mapping[str, Any]) -> dict[str, QueueShape]:
+    """A parsed topicConfigTable's queue shapes, by topic name (a config's own
+    ``topicName`` wins over its key, as in Java); BodyDecodeError for a bad config."""
+    shapes: dict[str, QueueShape] = {}
+    for name, tc in table.items():
+        if type(tc) is dict:
+            read, write, perm = tc.get("readQueueNums"), tc.get("writeQueueNums"), tc.get("perm")
+            flag, topic = tc.get("topicSysFlag", 0), tc.get("topicName") or name
+            if type(read) is int and type(write) is int and type(perm) is int and type(flag) is int \
+                    and type(topic) is str:
+                shapes[topic] = (read, write, perm, flag)
+                continue
+        config = TopicConfig.from_obj(name, tc)  # the careful path: defaults, or a clear error
+        shapes[config.topic_name] = config.shape
+    return shapes
 
 
 _DATA_VERSION_KEY = b'"dataVersion":{'

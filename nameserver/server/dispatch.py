@@ -22,6 +22,7 @@ from ..protocol.codes import MASTER_ID, ORDER_TOPIC_CONFIG, VERSION_V3_0_11, VER
 from ..protocol.command import RemotingCommand
 from ..protocol.compressed import decode_compressed
 from ..protocol.errors import BodyDecodeError
+from ..protocol.table_pieces import table_changes
 from ..registry.config import ConfigError, NamesrvConfig, parse_allow_list, parse_properties
 from ..registry.kv import KVStore
 from ..registry.route5 import SYNC_BROKER_MEMBER_GROUP_PREFIX, ZONE_NAME, filter_by_zone, requested_zone, \
@@ -105,6 +106,9 @@ class RegisterParts:
     mappings: dict[str, TopicQueueMappingInfo]
     #: the topics diffed against the master's application on record (worker thread)
     diff: TopicsDiff | None = None
+    #: ``topics`` holds only ``diff.changed`` (``table_changes``): usable only while
+    #: ``diff.base`` is the application on record
+    partial: bool = False
 
 
 def body_key(cmd: RemotingCommand) -> tuple[bytes, DataVersion] | None:
@@ -136,6 +140,12 @@ def decode_register_safely(cmd: RemotingCommand, known: tuple[bytes, DataVersion
     """``decode_register`` for a worker thread, plus (for a master) the diff of its topics
     against ``base`` (``RouteTable.applied_hashes`` when the job was made): a refused
     body comes back as a value, to be raised where the request is answered."""
+    if master and base is not None and not _flag(cmd, "compressed") and cmd.ext_get("enableActingMaster") is None:
+        changes = table_changes(cmd.body, cmd.version, base)  # 4.x: parse only the changed topics
+        if changes is not None and len(changes.hashes) <= max_topics:
+            key = known[0] if known is not None and known[1] == changes.data_version else None
+            return RegisterParts(key, changes.data_version, changes.changed, changes.filters, {},
+                                 TopicsDiff(base, changes.hashes, changes.changed), partial=True)
     try:
         parts = decode_register(cmd, known, max_inflated=max_inflated, max_topics=max_topics)
     except BodyDecodeError as exc:
@@ -391,6 +401,11 @@ class Processor:
                 key, data_version, topics, filters, mappings = known[0], known[1], None, None, {}
             else:
                 parts = decode_register(cmd, known, **self._body_limits())
+        if parts is not None and parts.partial and (
+                parts.diff is None or parts.diff.base is not self.routes.applied_hashes(broker_name, broker_addr)):
+            # Diffed against an application that something has overwritten since (an
+            # admin write, a removal): the unchanged topics are needed after all.
+            parts = decode_register(cmd, body_key(cmd), **self._body_limits())
         if parts is not None:
             key, data_version, topics, filters, mappings = (
                 parts.key, parts.data_version, parts.topics, parts.filters, parts.mappings)

@@ -253,3 +253,20 @@ def test_a_diff_worked_out_before_another_write_is_not_trusted() -> None:
     routes.register_broker(CLUSTER, "broker-a", addr, 0, "ha", DataVersion(3, 3), {**six, "t1": (4, 4, 2, 0)}, (),
                            topics_diff=fresh)
     assert routes.topic_queue_table["t1"]["broker-a"].perm == 2
+
+
+def test_a_wipe_between_the_diff_and_its_application_is_undone_by_the_bumped_registration() -> None:
+    """Diffed off the loop against the last application (only t1 changed), applied after
+    a wipe that rewrote every topic: all of them get the perm the broker sends, as in
+    4.9.8, not only the changed one."""
+    six: dict[str, Shape] = {"t0": (4, 4, 6, 0), "t1": (4, 4, 6, 0)}
+    # Registrations of broker-b in between let each of broker-a's be applied before the
+    # next is diffed; the third is diffed by pieces against the second's application.
+    ops = [("register", "broker-a", 1, 0, 1, six), ("register", "broker-b", 1, 0, 1, six),
+           ("register", "broker-a", 1, 0, 2, {**six, "t2": (1, 1, 6, 0)}), ("register", "broker-b", 1, 0, 2, six),
+           ("register", "broker-a", 1, 0, 3, {**six, "t1": (2, 2, 6, 0), "t2": (1, 1, 6, 0)}), ("wipe", "broker-a")]
+    threshold, dispatch.OFF_LOOP_BODY_BYTES = dispatch.OFF_LOOP_BODY_BYTES, 0
+    try:
+        check(ops, off_loop=True)
+    finally:
+        dispatch.OFF_LOOP_BODY_BYTES = threshold
