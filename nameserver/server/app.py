@@ -9,6 +9,7 @@ import logging
 import os
 import signal
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -24,6 +25,12 @@ from .memtrim import release_free_memory
 from .metrics import Metrics
 
 log = logging.getLogger("nameserver")
+
+#: How long a worker thread parsing a registration body may keep the GIL while the event
+#: loop waits for it (Python's default is 5 ms). Measured on a loaded 2-core machine, a
+#: 1.5 MB body's diff on the worker held the loop's ticks back 2.4-8.4 ms at 1 ms against
+#: 5.5-11.6 ms at 5 ms; a C call that holds the GIL throughout (orjson) is not shortened.
+GIL_SWITCH_SECONDS = 0.001
 
 BANNER = "The Name Server boot success. serializeType=JSON, address {host}:{port}"
 
@@ -260,6 +267,7 @@ async def serve(config: NamesrvConfig, *, on_ready: Any = None) -> None:
     server = NameServer(config)
     await server.start()
     freeze_start_up_objects()
+    sys.setswitchinterval(GIL_SWITCH_SECONDS)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
