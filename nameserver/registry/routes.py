@@ -232,6 +232,9 @@ class RouteTable:
         #: broker name -> its master's last application (see _Applied); cleared
         #: whenever anything else writes queues (admin writes, removals: all rare).
         self._applied: dict[str, _Applied] = {}
+        #: 4.x slave address -> the key of the body it last registered with: 4.9.8 ignores
+        #: a slave's topics, so the same body again (bar the DataVersion) changes nothing
+        self._slave_bodies: dict[str, bytes] = {}
         self.generation = 0
 
     def _changed(self) -> None:
@@ -361,8 +364,10 @@ class RouteTable:
                          enable_acting_master: bool | None, zone_name: str | None,
                          mappings: Mapping[str, TopicQueueMappingInfo] | None, topics_key: bytes | None,
                          topics_diff: TopicsDiff | None, staged: StagedTopics | None) -> RegisterResult:
-        if topics is None and not (broker_id == MASTER_ID and self.topics_applied(broker_name, broker_addr, topics_key)):
-            raise ValueError("topics None is only for a master whose body topics_applied() recognised")
+        if topics is None and not (broker_id == MASTER_ID and self.topics_applied(broker_name, broker_addr, topics_key)
+                                   or broker_id != MASTER_ID and enable_acting_master is None
+                                   and self.slave_body_applied(broker_addr, topics_key)):
+            raise ValueError("topics None is only for a body topics_applied() or slave_body_applied() recognised")
         clusters = self.cluster_addr_table.get(cluster)
         if clusters is None:
             clusters = self.cluster_addr_table[cluster] = set()
@@ -427,6 +432,10 @@ class RouteTable:
             self._conn_addrs.setdefault(conn, set()).add(broker_addr)
 
         if filter_servers is not None:
+            if broker_id != MASTER_ID and enable_acting_master is None and topics_key is not None:
+                self._slave_bodies[broker_addr] = topics_key
+            else:
+                self._slave_bodies.pop(broker_addr, None)
             if filter_servers:
                 if self.filter_server_table.get(broker_addr) != list(filter_servers):
                     self.filter_server_table[broker_addr] = list(filter_servers)
@@ -448,6 +457,11 @@ class RouteTable:
         applied = self._applied.get(broker_name)
         return (topics_key is not None and applied is not None and applied.key == topics_key
                 and applied.broker_addr == broker_addr)
+
+    def slave_body_applied(self, broker_addr: str, topics_key: bytes | None) -> bool:
+        """Whether this 4.x slave's last registration had this body (bar the DataVersion):
+        its filter servers are in place, and its topics count for nothing in 4.9.8."""
+        return topics_key is not None and self._slave_bodies.get(broker_addr) == topics_key
 
     def applied_hashes(self, broker_name: str, broker_addr: str) -> array | None:
         """The pairs of this master's application on record, to diff a new body against
@@ -540,6 +554,7 @@ class RouteTable:
     def unregister_broker(self, cluster: str, broker_name: str, broker_addr: str, broker_id: int) -> None:
         """UNREGISTER_BROKER, 4.9.8: the entry with key ``broker_id`` goes, whatever its address."""
         self._applied.clear()
+        self._slave_bodies.pop(broker_addr, None)
         live = self.broker_live_table.pop(broker_addr, None)
         if live is not None and live.conn is not None:
             self._forget_conn(live.conn, broker_addr)
@@ -578,6 +593,7 @@ class RouteTable:
     def _remove_addr(self, broker_addr: str, reason: str, conn: Hashable | None) -> Removal:
         """The channel-destroy cascade (spec 6.2 steps 2-4) for one address."""
         self._applied.clear()
+        self._slave_bodies.pop(broker_addr, None)
         live = self.broker_live_table.pop(broker_addr, None)
         timeout = None if live is None else live.timeout_ms
         if live is not None and live.conn is not None:
@@ -829,6 +845,7 @@ class RouteTable:
         self.topic_mapping_table = mappings
         self._conn_addrs = {}
         self._applied.clear()
+        self._slave_bodies.clear()
         self._changed()
 
     def broker_member_group(self, cluster: str, broker_name: str) -> BrokerData:

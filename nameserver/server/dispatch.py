@@ -239,7 +239,8 @@ class Processor:
         name, addr, bid = cmd.ext_get("brokerName"), cmd.ext_get("brokerAddr"), cmd.ext_get("brokerId")
         master = name is not None and addr is not None and bid == str(MASTER_ID)
         known = body_key(cmd)
-        if master and known is not None and self.routes.topics_applied(name, addr, known[0]):  # type: ignore[arg-type]
+        if known is not None and name is not None and addr is not None and bid is not None and \
+                self._body_in_place(cmd, name, addr, MASTER_ID if master else -1, known[0]):
             return None
         base = self.routes.applied_hashes(name, addr) if master else None  # type: ignore[arg-type]
         limits = self._body_limits()
@@ -259,6 +260,13 @@ class Processor:
         if name is None or addr is None or bid != str(MASTER_ID):
             return None
         return self.routes.stage_master_topics(name, addr, MASTER_ID, decoded.data_version, decoded.diff)
+
+    def _body_in_place(self, cmd: RemotingCommand, name: str, addr: str, broker_id: int, key: bytes | None) -> bool:
+        """Whether the registry holds all this body could change already: the body its
+        master applied last, or (4.x) the one its slave sent last, bar the DataVersion."""
+        if broker_id == MASTER_ID:
+            return self.routes.topics_applied(name, addr, key)
+        return cmd.ext_get("enableActingMaster") is None and self.routes.slave_body_applied(addr, key)
 
     def _body_limits(self) -> dict[str, int]:
         """What a registration body may hold (decode_register)."""
@@ -396,8 +404,7 @@ class Processor:
             # A master re-sending the body it sent last (bar the DataVersion) changes
             # nothing the body holds: skip parsing 1.5 MB of a fleet broker's topics.
             known = body_key(cmd)
-            if known is not None and broker_id == MASTER_ID and \
-                    self.routes.topics_applied(broker_name, broker_addr, known[0]):
+            if known is not None and self._body_in_place(cmd, broker_name, broker_addr, broker_id, known[0]):
                 key, data_version, topics, filters, mappings = known[0], known[1], None, None, {}
             else:
                 parts = decode_register(cmd, known, **self._body_limits())
@@ -409,7 +416,7 @@ class Processor:
         if parts is not None:
             key, data_version, topics, filters, mappings = (
                 parts.key, parts.data_version, parts.topics, parts.filters, parts.mappings)
-            if key is not None and broker_id == MASTER_ID and self.routes.topics_applied(broker_name, broker_addr, key):
+            if key is not None and self._body_in_place(cmd, broker_name, broker_addr, broker_id, key):
                 topics, filters = None, None  # parsed off the loop, but nothing to apply
         result = self.routes.register_broker(
             cluster, broker_name, broker_addr, broker_id, ha_addr,
