@@ -116,9 +116,9 @@ async def register_fleet(addr: str, fleet: Sequence[tuple[str, str, str, Sequenc
 class EchoServer:
     """The echo floor in a child process (so it gets a core of its own, like the server)."""
 
-    def __init__(self, body_size: int) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "mqadmin.bench.echo", str(body_size)],
-                                     stdout=subprocess.PIPE, text=True)
+    def __init__(self, body_size: int, protocol: bool = False) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "mqadmin.bench.echo", str(body_size),
+                                      *(["protocol"] if protocol else [])], stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         self.addr = f"127.0.0.1:{int(self.proc.stdout.readline())}"
 

@@ -8,8 +8,12 @@ from typing import Callable
 
 from typer.testing import CliRunner
 
+from mqadmin.bench.load import EchoServer
 from mqadmin.cli import app
-from tests.nsprocess import NameServerProcess
+from nameserver.protocol.codes import RequestCode as R
+from nameserver.protocol.command import request
+from nameserver.protocol.frame import encode
+from tests.nsprocess import NameServerProcess, RawClient
 
 runner = CliRunner()
 
@@ -73,3 +77,19 @@ def test_bench_fleet_against_another_name_server(start_namesrv: Callable[..., Na
     assert set(out["ratios"]) >= {"register_first", "reregister_unchanged", "reregister_1pct_changed",
                                   "route_p99_under_churn", "longest_stall"}
     assert out["ratios"]["register_first"] > 0
+    assert out["protocol_echo"]["requests"] == 2000 and out["protocol_echo"]["cpu_us_per_request"] >= 0
+
+
+def test_the_protocol_echo_answers_each_request_with_its_own_opaque() -> None:
+    """The CPU floor does a name server's least work per request: read the header, answer
+    with its opaque (the plain echo answers with canned bytes)."""
+    echo = EchoServer(100, protocol=True)
+    try:
+        with RawClient(echo.addr) as client:
+            first, second = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a"}), request(R.GET_KV_CONFIG, {})
+            client.send_bytes(encode(first) + encode(second))
+            answers = [client.recv(), client.recv()]
+        assert [a.opaque for a in answers if a is not None] == [first.opaque, second.opaque]
+        assert all(a is not None and a.code == 0 and len(a.body) == 100 for a in answers)
+    finally:
+        echo.close()
