@@ -21,7 +21,7 @@ from nameserver.protocol.bodies import ClusterInfo
 
 from .client import DEFAULT_TIMEOUT, NamesrvConnection
 from .collect import Progress, collect_views
-from .core import Common, Environment, guard, is_seconds
+from .core import Common, Environment, ErrorDocument, guard, is_seconds
 from .diff import STRATEGIES, ServerView, UnknownName, diff_views, unknown_names, with_suggestions
 from .diff_render import diagnostics, render_report, render_round
 from .diff_watch import Round, Tracker
@@ -72,10 +72,13 @@ class DiffOptions:
 def run(common: Common, options: DiffOptions) -> NoReturn:
     """Rounds until done; exits with the last round's status (130 on Ctrl-C)."""
 
+    document = ErrorDocument(common.output)
+
     def body() -> int:
         options.check()
         target = resolve(common.namesrv, common.profile)
         output = common.output.value if common.output is not None else (target.output or "table")
+        document.output = output
         timeout = common.timeout or target.timeout or DEFAULT_TIMEOUT
         tracker = Tracker()
         printed: set[str] = set()
@@ -90,6 +93,7 @@ def run(common: Common, options: DiffOptions) -> NoReturn:
             rnd = tracker.add(views, report, started_wall=started_wall, started=started,
                               elapsed=time.monotonic() - started, unknown=unknown)
             _emit(rnd, options, output, env.stdout)
+            document.written = True
             lines = diagnostics(rnd)
             # A watch repeats an error line only when it is new or back after a pause.
             for line in lines if options.watch is None else [x for x in lines if x not in printed]:
@@ -100,7 +104,7 @@ def run(common: Common, options: DiffOptions) -> NoReturn:
                 return int(rnd.status)
             time.sleep(max(0.0, started + options.watch - time.monotonic()))
 
-    raise typer.Exit(code=guard(body, traceback=common.traceback))
+    raise typer.Exit(code=guard(body, traceback=common.traceback, on_error=document))
 
 
 async def _collect(addrs: Sequence[str], options: DiffOptions, timeout: float,

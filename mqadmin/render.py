@@ -69,9 +69,9 @@ class WriteView:
 def render(result: Result, output: str, stdout: TextIO, stderr: TextIO) -> None:
     """Write ``result`` to stdout in ``output`` format, then its diagnostics to stderr."""
     if output == "json":
-        stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+        stdout.write(json.dumps(document(result), indent=2, ensure_ascii=False) + "\n")
     elif output == "yaml":
-        stdout.write(dump_yaml(result.to_json()))
+        stdout.write(dump_yaml(document(result)))
     else:
         shown = [s for s in result.steps if s.kind != PROBE]
         if len(shown) == 1 and shown[0].kind == READ and getattr(shown[0].view, "layout", None) is not None:
@@ -82,6 +82,18 @@ def render(result: Result, output: str, stdout: TextIO, stderr: TextIO) -> None:
     for line in diagnostics(result):
         stderr.write(line + "\n")
     stderr.flush()
+
+
+def document(result: Result) -> dict[str, Any]:
+    """``Result.to_json()`` whose ``error`` names what went wrong whenever the status is
+    not ok: the command's own error, else the first error (or warning) line of stderr,
+    so that ``jq .error`` never reads null for a failed command."""
+    doc = result.to_json()
+    if doc["error"] is None and doc["status"] != "ok":
+        lines = diagnostics(result)
+        first = next((ln for ln in lines if ln.startswith("mqadmin: error: ")), lines[0] if lines else None)
+        doc["error"] = first.split(": ", 2)[2] if first else doc["status"]
+    return doc
 
 
 def _tables(shown: Sequence[Step], result: Result, stdout: TextIO) -> None:
