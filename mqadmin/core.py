@@ -30,7 +30,7 @@ from .errors import MqadminError, Pending
 from .exit import ExitStatus
 from .fanout import Answer, ask_all
 from .profiles import resolve
-from .render import ReadView, WriteView, render
+from .render import AUTO, ReadView, WriteView, render
 from .result import READ, WRITE, Result, Step
 from .usage import error_document, write_document
 
@@ -149,7 +149,7 @@ def run(
 
     def body() -> int:
         target = resolve(common.namesrv, common.profile)
-        output = common.output.value if common.output is not None else (target.output or "table")
+        output = common.output.value if common.output is not None else (target.output or AUTO)
         document.output = output
         ctx = Context(target.addrs, common.timeout or target.timeout or DEFAULT_TIMEOUT)
         rounds = 0
@@ -285,12 +285,14 @@ def read_command(
     *,
     to_data: Callable[[Any], Any] = lambda v: v,
     detail: str = "",
+    same: Callable[[Any], Any] | None = None,
 ) -> NoReturn:
-    """A one-request read: ask every name server, compare the answers, exit 0/1/3/4."""
+    """A one-request read: ask every name server, compare the answers (``same`` of
+    them when given), exit 0/1/3/4."""
 
     async def build(ctx: Context) -> Result:
         answers = await ctx.ask(fetch, request, detail=detail)
-        return Result(command, args, [Step.from_answers(request, READ, answers, to_data, view=view)])
+        return Result(command, args, [Step.from_answers(request, READ, answers, to_data, view=view, same=same)])
 
     run(common, build)
 

@@ -21,6 +21,7 @@ from nameserver.protocol.bodies import ClusterInfo
 
 from .client import DEFAULT_TIMEOUT, NamesrvConnection
 from .collect import Progress, collect_views
+from .views import PER_HOST_CONFIG
 from .core import Common, Environment, ErrorDocument, guard, is_seconds
 from .diff import STRATEGIES, ServerView, UnknownName, diff_views, unknown_names, with_suggestions
 from .diff_render import diagnostics, render_report, render_round
@@ -30,7 +31,7 @@ from .fanout import ask_all
 from .profiles import resolve
 
 #: config items that differ per server by design, left out of --config comparisons
-DEFAULT_IGNORED_CONFIG = ("bindAddress", "configStorePath", "kvConfigPath", "listenPort", "rocketmqHome")
+DEFAULT_IGNORED_CONFIG = PER_HOST_CONFIG
 
 
 @dataclass(frozen=True)

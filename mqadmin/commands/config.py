@@ -17,13 +17,16 @@ def get_namesrv_config(
     namesrv: NamesrvOpt = None, output: OutputOpt = None, timeout: TimeoutOpt = None,
     profile: ProfileOpt = None, traceback: TracebackOpt = False,
 ) -> None:
-    """Every name server's configuration, differing keys shown per server.
+    """Every name server's configuration, in Java's layout: per server a
+    ============host:port============ line and its key=  value lines.
 
-    Every key is compared, per-instance ones such as file paths too: servers sharing
-    a host always differ there (exit 4).
+    Per-host items (bindAddress, configStorePath, kvConfigPath, listenPort, rocketmqHome)
+    are shown but not compared, as diff-namesrv --config ignores them; any other
+    difference is a disagreement (a warning on stderr, exit 4).
     """
     read_command(Common(namesrv, output, timeout, profile, traceback), "getNamesrvConfig", {},
-                 R.GET_NAMESRV_CONFIG, lambda c: c.get_config(), views.CONFIG, to_data=views.sorted_map)
+                 R.GET_NAMESRV_CONFIG, lambda c: c.get_config(), views.CONFIG, to_data=views.sorted_map,
+                 same=views.shared_config)
 
 
 def update_namesrv_config(
