@@ -111,3 +111,43 @@ def test_interrupted_write_as_json(silent: list[ThreadedServer]) -> None:
     assert [(s["addr"], s["ok"], s["answered"], s["error"]["type"]) for s in doc["steps"][0]["servers"]] == [
         (s.addr, False, False, "pending") for s in silent]
     assert err.startswith("mqadmin: error: interrupted; no answer yet from ")
+
+
+def test_interrupted_delete_topic_reports_every_broker(silent: list[ThreadedServer], addrs: list[str]) -> None:
+    """Ctrl-C while one master has not answered DELETE_TOPIC_IN_BROKER: the table says which
+    broker deleted, which one may or may not have, and that the name servers were not told."""
+    from tests.cli.conftest import kept_brokers
+    from tests.cli.fakes import FakeBroker
+
+    answering = FakeBroker().start()
+    try:
+        with kept_brokers() as reg:
+            reg(addrs, "ci-a", answering.addr, {"ci_topic": 2}, cluster="CI1")
+            reg(addrs, "ci-b", silent[0].addr, {"ci_topic": 2}, cluster="CI1")
+            env = {**os.environ, "NAMESRV_ADDR": "", "MQADMIN_CONFIG": "/nonexistent", "COLUMNS": "200"}
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "mqadmin", "deleteTopic", "-t", "ci_topic", "-c", "CI1", "-n", ";".join(addrs),
+                 "--timeout", "60"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+                preexec_fn=_default_sigint)
+            try:
+                deadline = time.monotonic() + 15
+                while not (silent[0].requests and answering.deleted_topics()) and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                assert silent[0].requests and answering.deleted_topics() == ["ci_topic"], "no delete was sent"
+                time.sleep(0.5)  # the answering broker's reply reaches mqadmin
+                proc.send_signal(signal.SIGINT)
+                out, err = proc.communicate(timeout=BOUND)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.communicate()
+    finally:
+        answering.stop()
+    assert proc.returncode == 130, err
+    rows = {line.split()[1]: line.split()[2:] for line in out.splitlines() if line.startswith("ci-")}
+    assert rows[answering.addr][0] == "OK" and rows[silent[0].addr][:3] == ["NO", "ANSWER", "YET"]
+    assert "DELETE_TOPIC_IN_NAMESRV (216) not sent to 3 name servers: interrupted" in out
+    assert err.splitlines() == ["mqadmin: error: DELETE_TOPIC_IN_NAMESRV (216) not sent: interrupted",
+                                f"mqadmin: error: interrupted; no answer yet from {silent[0].addr}: the write may "
+                                "or may not have been applied there"]

@@ -197,6 +197,16 @@ def test_delete_topic_with_a_name_server_down_and_unknown_cluster(
 
     unknown = cli("deleteTopic", "-t", "dd_topic", "-c", "NOPE", "-n", ns(addrs))
     assert unknown.code == 1
-    assert unknown.err_lines[-1] == ("mqadmin: error: deleteTopic 'dd_topic': no name server knows a master of "
+    assert unknown.err_lines[-1] == ("mqadmin: error: deleteTopic 'dd_topic': no name server knows "
                                      "cluster 'NOPE'; nothing was deleted")
     assert broker.deleted_topics() == ["dd_topic"]
+    # a case slip gets a "did you mean"; a topic no name server has is not OK either
+    brokers(addrs, "dd-b", broker.addr, {"dd_again": 4}, cluster="DD1")
+    slip = cli("deleteTopic", "-t", "dd_again", "-c", "dd1", "-n", ns(addrs))
+    assert slip.code == 1 and slip.err_lines[-1] == (
+        "mqadmin: error: deleteTopic 'dd_again': no name server knows cluster 'dd1' (did you mean 'DD1'?); "
+        "nothing was deleted")
+    gone = cli("deleteTopic", "-t", "dd_never", "-c", "DD1", "-n", ns(addrs), "-o", "json")
+    assert gone.code == 1 and gone.json()["error"] == ("deleteTopic 'dd_never': no name server has a route for "
+                                                       "topic 'dd_never'; nothing was deleted")
+    assert broker.deleted_topics() == ["dd_topic"]  # nothing sent for either
