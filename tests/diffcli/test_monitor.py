@@ -17,28 +17,12 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fixtures_sim.harness import FixtureProcess
+from tests.fixtures_sim.test_fixtures_up import EXPIRY_FIXTURE
 
 MQADMIN = str(Path(sys.executable).parent / "mqadmin")
-PARTITION = """\
-name: monitor-partition
-description: broker-b cannot reach ns2 for a while; ns2 lets it expire, then it comes back.
-nameServers:
-  - name: ns1
-    brokerExpiry: 30s
-  - name: ns2
-    brokerExpiry: 30s
-brokerDefaults:
-  registerPeriod: 10s
-brokers:
-  - name: broker-a
-  - name: broker-b
-topics:
-  - name: orders
-    queues: 4
-timeline:
-  - {at: 5s, do: partition, broker: broker-b, servers: [ns2]}
-  - {at: 90s, do: heal, broker: broker-b, servers: ns2}
-"""
+#: broker-b loses ns2 at 5 s (ns2 lets it expire 30 s later) and gets it back at 80 s: the
+#: partition fixture of the fixture tests, up to its heal
+PARTITION = EXPIRY_FIXTURE.split("  - {at: 100s")[0]
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
