@@ -9,6 +9,7 @@ them to every command once; nothing here talks to a server.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from typing import Any, Sequence, TextIO
@@ -30,7 +31,7 @@ def reflow(doc: str | None) -> str | None:
     if doc is None:
         return None
     paragraphs = []
-    for para in _dedent(doc).split("\n\n"):
+    for para in inspect.cleandoc(doc).split("\n\n"):
         lines = para.split("\n")
         out = [lines[0]]
         for line in lines[1:]:
@@ -40,12 +41,6 @@ def reflow(doc: str | None) -> str | None:
                 out[-1] = out[-1].rstrip() + " " + line.strip()
         paragraphs.append("\n".join(out))
     return "\n\n".join(paragraphs)
-
-
-def _dedent(doc: str) -> str:
-    import inspect
-
-    return inspect.cleandoc(doc)
 
 
 class PlainCommand(TyperCommand):
@@ -71,13 +66,14 @@ class PlainCommand(TyperCommand):
 
 # --------------------------------------------------------------- usage errors ----
 
-def _option_name(param: Any, hint: str | None) -> str:
+def _option_name(param: Any, hint: Any) -> str:
     """``-i/--interval`` for an option, ``CAPTURES`` for an argument."""
     if param is not None and getattr(param, "opts", None) and not isinstance(param, typer.core.TyperArgument):
         return "/".join(param.opts)
     if param is not None and param.name:
         return (param.metavar or param.name).upper()
-    return (hint or "").replace("'", "").replace(" / ", "/") or "a value"
+    text = hint if isinstance(hint, str) or hint is None else " / ".join(hint)
+    return (text or "").replace("'", "").replace(" / ", "/") or "a value"
 
 
 def _choices(param: Any) -> list[str]:
@@ -87,7 +83,7 @@ def _choices(param: Any) -> list[str]:
 
 def _what_was_wrong(exc: click_errors.BadParameter) -> str:
     """The validation library's verdict in plain words, with what is accepted."""
-    cause = exc.__cause__
+    cause: Any = exc.__cause__
     errors = cause.errors() if hasattr(cause, "errors") else []
     if not errors:
         return exc.message

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Mapping
 
 import typer
 
@@ -50,13 +50,16 @@ def update_namesrv_config(
         # does): read the config back and name the servers that have no such item.
         ok = [o.addr for o in result.steps[0].outcomes if o.ok]
         answers = await ctx.ask(lambda c: c.get_config(), R.GET_NAMESRV_CONFIG, addrs=ok) if ok else {}
-        configs = {a.addr: a.value for a in answers.values() if a.ok}
+        configs: dict[str, Mapping[str, str]] = {}
+        for a in answers.values():
+            if a.value is not None:
+                configs[a.addr] = a.value
         ignored = [addr for addr, config in configs.items() if key not in config]
         if not ignored:
             return
         known = {k for config in configs.values() for k in config}
         what = f"{key!r} is not a config item{did_you_mean(key, known)}"
-        if len(ignored) == len(ok):
+        if len(ignored) == len(configs):
             result.error = f"{what}: every name server that answered ignored it; nothing was changed"
         else:
             result.warnings.append(f"{what} of {', '.join(ignored)}: ignored there")
