@@ -282,14 +282,16 @@ def diagnostics(result: Result) -> list[str]:
         all_absent = len(groups) == 1 and groups[0].absent
         if step.skipped:
             lines.append(f"mqadmin: error: {request_label(step.request)} not sent: {step.skipped}")
-        if all_absent and len(groups[0].servers) > 1 and groups[0].error is not None:
-            # the same "not found" from every server is one line, not one per server
-            first = groups[0].error
+        # the same "not found" from several servers is one line, not one per server
+        merged = all_absent and len(groups[0].servers) > 1 and groups[0].error is not None
+        if merged:
+            first, n, total = groups[0].error, len(groups[0].servers), len(step.outcomes)
+            assert first is not None
             lines.append(f"mqadmin: error: {first.message.removeprefix(first.addr + ': ')} "
-                         f"(all {len(groups[0].servers)} name servers)")
+                         f"({'all ' if n == total else ''}{n}{'' if n == total else f' of {total}'} name servers)")
         for o in step.outcomes:
-            if o.error is None or isinstance(o.error, (Skipped, Pending)) or (o.absent and (len(groups) > 1 or (
-                    all_absent and len(groups[0].servers) > 1))):
+            # an absent answer is a value when others differ (the disagreement line says it)
+            if o.error is None or isinstance(o.error, (Skipped, Pending)) or (o.absent and (len(groups) > 1 or merged)):
                 continue
             level = "warning" if step.kind == PROBE else "error"
             lines.append(f"mqadmin: {level}: {o.error.message}")

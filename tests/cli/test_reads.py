@@ -130,6 +130,13 @@ def test_topic_missing_everywhere(cli: Cli, addrs: list[str]) -> None:
         "mqadmin: error: GET_ROUTEINFO_BY_TOPIC (105) for topic 'rt_nowhere': TOPIC_NOT_EXIST (17): "
         "No topic route info in name server for the topic: rt_nowhere (all 3 name servers)"
     ]
+    dead = unused_addr()
+    partial = cli("topicRoute", "-t", "rt_nowhere", "-n", ns([*addrs[:2], dead]))
+    assert (partial.code, partial.out) == (3, "")
+    assert partial.err_lines == [
+        "mqadmin: error: GET_ROUTEINFO_BY_TOPIC (105) for topic 'rt_nowhere': TOPIC_NOT_EXIST (17): "
+        "No topic route info in name server for the topic: rt_nowhere (2 of 3 name servers)",
+        f"mqadmin: error: {dead}: GET_ROUTEINFO_BY_TOPIC (105) for topic 'rt_nowhere': connection refused"]
     single = cli("topicRoute", "-t", "rt_nowhere", "-n", addrs[0])
     assert single.err_lines == [f"mqadmin: error: {addrs[0]}: GET_ROUTEINFO_BY_TOPIC (105) for topic 'rt_nowhere': "
                                 "TOPIC_NOT_EXIST (17): No topic route info in name server for the topic: rt_nowhere"]
