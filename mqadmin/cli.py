@@ -16,13 +16,13 @@ from .commands import pipeline as pipeline_commands
 from .commands import diff as diff_commands
 from .core import EXIT_BROKEN_PIPE, silence_stdout
 from .exit import EXIT_CODES_HELP, ExitStatus
-from .usage import PlainCommand, error_document, output_format, reflow, usage_line, write_document
+from .usage import PlainCommand, PlainFlags, error_document, output_format, reflow, usage_line, write_document
 
 #: every command and group takes Java's -h as well as --help
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
 
-class JavaNamesGroup(TyperGroup):
+class JavaNamesGroup(PlainFlags, TyperGroup):
     """Sub-commands match whatever the case, as in Java's mqadmin, whose runbooks and
     fingers write ``clusterlist`` or ``TOPICROUTE`` as often as ``clusterList``."""
 

@@ -43,16 +43,20 @@ def reflow(doc: str | None) -> str | None:
     return "\n\n".join(paragraphs)
 
 
-class PlainCommand(TyperCommand):
-    """A Typer command whose usage line reads ``[OPTIONS] CAPTURES`` (not ``{captures}``)
-    and whose flags show no ``<bool>`` type."""
+class PlainFlags:
+    """Flags show no ``<bool>`` type in help (a mixin for Typer's command and group)."""
 
     def get_params(self, ctx: Any) -> list[Any]:
-        params = super().get_params(ctx)
+        params: list[Any] = super().get_params(ctx)  # type: ignore[misc]
         for param in params:
             if getattr(param, "is_flag", False) and param.metavar is None:
                 param.metavar = ""  # typer prints the metavar, when set, instead of "<bool>"
         return params
+
+
+class PlainCommand(PlainFlags, TyperCommand):
+    """A Typer command whose usage line reads ``[OPTIONS] CAPTURES`` (not ``{captures}``)
+    and whose flags show no ``<bool>`` type."""
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []

@@ -73,7 +73,8 @@ def test_every_outcome_is_a_document_under_json_and_yaml(cli: Cli, output: str, 
 
 def test_help_short_option_and_plain_metavars(cli: Cli) -> None:
     top = cli("-h")
-    assert top.code == 0 and "topicList" in top.out
+    assert top.code == 0 and "topicList" in top.out and "--install-completion" in top.out
+    assert "<bool>" not in top.out
     for command in ("analyze", "topicRoute", "fixture", "namesrv"):
         run = cli(command, "-h")
         assert run.code == 0 and "No such option" not in run.err, command
