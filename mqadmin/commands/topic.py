@@ -130,7 +130,8 @@ def delete_topic(
         targets = {a: n for o in lookup.outcomes if o.ok for n, a in o.data["masters"].items()}
         error = await _nothing_to_delete(ctx, topic, cluster, lookup, routes)
         if error is not None or not targets:
-            why = error or f"no name server knows a master of cluster {cluster!r}"
+            why = error or ("no name server answered" if not lookup.groups
+                            else f"no name server knows a master of cluster {cluster!r}")
             return Result("deleteTopic", args, [lookup], error=f"deleteTopic {topic!r}: {why}; nothing was deleted")
         done: list[Step] = [lookup]
         brokers = await _interruptible(ctx, done, args, R.DELETE_TOPIC_IN_BROKER, sorted(targets), targets,

@@ -210,3 +210,6 @@ def test_delete_topic_with_a_name_server_down_and_unknown_cluster(
     assert gone.code == 1 and gone.json()["error"] == ("deleteTopic 'dd_never': no name server has a route for "
                                                        "topic 'dd_never'; nothing was deleted")
     assert broker.deleted_topics() == ["dd_topic"]  # nothing sent for either
+    nobody = cli("deleteTopic", "-t", "dd_again", "-c", "DD1", "-n", unused_addr())
+    assert nobody.code == 1 and nobody.err_lines[-1] == (
+        "mqadmin: error: deleteTopic 'dd_again': no name server answered; nothing was deleted")
