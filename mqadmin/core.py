@@ -23,14 +23,16 @@ from typing import (Annotated, Any, Awaitable, Callable, Coroutine, Iterable, No
                     TypeVar)
 
 import typer
+from typer._click.globals import get_current_context
 
 from .client import DEFAULT_TIMEOUT, Connection, NamesrvConnection
 from .errors import MqadminError, Pending
 from .exit import ExitStatus
 from .fanout import Answer, ask_all
 from .profiles import resolve
-from .render import ReadView, WriteView, render
+from .render import AUTO, ReadView, WriteView, render
 from .result import READ, WRITE, Result, Step
+from .usage import error_document, write_document
 
 T = TypeVar("T")
 PROG = "mqadmin"
@@ -60,15 +62,15 @@ def is_seconds(value: float) -> bool:
     return math.isfinite(value) and value > 0
 
 
-def _seconds(value: Optional[float]) -> Optional[float]:
-    """--timeout's check, as a Typer callback."""
+def seconds_option(value: Optional[float]) -> Optional[float]:
+    """A duration option's check (--timeout, clusterList -i), as a Typer callback."""
     if value is not None and not is_seconds(value):
         raise typer.BadParameter(f"must be a positive number of seconds, got {value:g}")
     return value
 
 
 TimeoutOpt = Annotated[Optional[float], typer.Option(
-    "--timeout", show_default=False, callback=_seconds,
+    "--timeout", show_default=False, callback=seconds_option,
     help=f"Seconds to wait for each server (default {DEFAULT_TIMEOUT:g}).")]
 ProfileOpt = Annotated[Optional[str], typer.Option(
     "--profile", show_default=False,
@@ -143,9 +145,12 @@ def run(
     count: int | None = None,
 ) -> NoReturn:
     """Resolve servers, run ``build`` (every ``interval`` s, ``count`` times), render, exit."""
+    document = ErrorDocument(common.output)
+
     def body() -> int:
         target = resolve(common.namesrv, common.profile)
-        output = common.output.value if common.output is not None else (target.output or "table")
+        output = common.output.value if common.output is not None else (target.output or AUTO)
+        document.output = output
         ctx = Context(target.addrs, common.timeout or target.timeout or DEFAULT_TIMEOUT)
         rounds = 0
         while True:
@@ -155,25 +160,60 @@ def run(
             except Interrupted as stop:
                 stop.result.interrupted = True
                 render(stop.result, output, env.stdout, env.stderr)
+                document.written = True
                 pending = [o.addr for s in stop.result.steps for o in s.outcomes if isinstance(o.error, Pending)]
                 error_line("interrupted" + (f"; no answer yet from {', '.join(pending)}: the write may or may "
                                             "not have been applied there" if pending else ""), env.stderr)
                 return int(stop.result.status)
             render(result, output, env.stdout, env.stderr)
+            document.written = True
             rounds += 1
             if interval is None or (count is not None and rounds >= count):
                 return int(result.status)
             time.sleep(interval)
 
-    raise typer.Exit(code=guard(body, traceback=common.traceback))
+    raise typer.Exit(code=guard(body, traceback=common.traceback, on_error=document))
 
 
-def guard(body: Callable[[], int], *, traceback: bool = False) -> int:
-    """Run ``body``; map what escapes it to one stderr line and an exit status.
+class ErrorDocument:
+    """Under -o json|yaml an outcome without a Result (bad -n, no profile, Ctrl-C before
+    any answer) is a document too, so that ``jq`` reads something whatever happened;
+    written once, never after a rendered result. Call it as guard's ``on_error``."""
+
+    def __init__(self, output: Output | None) -> None:
+        self.output = output.value if output is not None else "table"
+        self.written = False
+
+    def __call__(self, line: str, status: int) -> None:
+        if self.output in ("json", "yaml") and not self.written:
+            write_document(error_document(command_name(), {}, status, line), self.output, Environment.current().stdout)
+            self.written = True
+
+
+def command_name() -> str:
+    """The sub-command being run (``topicList``), from Click's context when there is one."""
+    ctx = click_context()
+    return ctx.command.name if ctx is not None and ctx.command.name else PROG
+
+
+def guard(body: Callable[[], int], *, traceback: bool = False,
+          on_error: Callable[[str, int], None] | None = None) -> int:
+    """Run ``body``; map what escapes it to one stderr line and an exit status
+    (``on_error`` hears both, for a -o json|yaml document).
 
     Typer's own exceptions (usage errors, ``typer.Exit``) pass through untouched so
     that usage errors keep Typer's message and exit status 2.
     """
+    def fail(line: str, status: int) -> int:
+        error_line(line)
+        if on_error is not None:
+            try:
+                on_error(line, status)
+            except BrokenPipeError:
+                silence_stdout()
+                return EXIT_BROKEN_PIPE
+        return status
+
     try:
         return body()
     except (typer.TyperException, typer.Exit, typer.Abort):
@@ -181,29 +221,30 @@ def guard(body: Callable[[], int], *, traceback: bool = False) -> int:
     except MqadminError as exc:
         if traceback:
             raise
-        error_line(str(exc))
-        return int(exc.exit_status)
+        return fail(str(exc), int(exc.exit_status))
     except KeyboardInterrupt:
         if traceback:
             raise
-        error_line("interrupted")
-        return EXIT_INTERRUPTED
+        return fail("interrupted", EXIT_INTERRUPTED)
     except BrokenPipeError:
         # The reader went away (`diff-namesrv --watch | head -3`): stop quietly, as Unix
         # tools do, and keep Python from complaining when it flushes stdout at exit.
-        _silence_stdout()
+        silence_stdout()
         return EXIT_BROKEN_PIPE
     except Exception as exc:
         if traceback:
             raise
         if isinstance(exc, OSError) and exc.filename is not None:  # a path we could not use: bad input
-            error_line(f"{exc.filename}: {exc.strerror or exc}")
-        else:  # a bug: say so in one line, the stack only on request
-            error_line(f"unexpected {type(exc).__name__}: {exc} (run with --traceback for details)")
-        return int(ExitStatus.ERROR)
+            return fail(f"{exc.filename}: {exc.strerror or exc}", int(ExitStatus.ERROR))
+        # a bug: say so in one line, the stack only on request
+        return fail(f"unexpected {type(exc).__name__}: {exc} (run with --traceback for details)", int(ExitStatus.ERROR))
 
 
-def _silence_stdout() -> None:
+def click_context() -> Any:
+    return get_current_context(silent=True)
+
+
+def silence_stdout() -> None:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -244,12 +285,14 @@ def read_command(
     *,
     to_data: Callable[[Any], Any] = lambda v: v,
     detail: str = "",
+    same: Callable[[Any], Any] | None = None,
 ) -> NoReturn:
-    """A one-request read: ask every name server, compare the answers, exit 0/1/3/4."""
+    """A one-request read: ask every name server, compare the answers (``same`` of
+    them when given), exit 0/1/3/4."""
 
     async def build(ctx: Context) -> Result:
         answers = await ctx.ask(fetch, request, detail=detail)
-        return Result(command, args, [Step.from_answers(request, READ, answers, to_data, view=view)])
+        return Result(command, args, [Step.from_answers(request, READ, answers, to_data, view=view, same=same)])
 
     run(common, build)
 

@@ -21,16 +21,19 @@ from nameserver.protocol.bodies import ClusterInfo
 
 from .client import DEFAULT_TIMEOUT, NamesrvConnection
 from .collect import Progress, collect_views
-from .core import Common, Environment, guard, is_seconds
+from .views import PER_HOST_CONFIG
+from .core import Common, Environment, ErrorDocument, guard, is_seconds
 from .diff import STRATEGIES, ServerView, UnknownName, diff_views, unknown_names, with_suggestions
 from .diff_render import diagnostics, render_report, render_round
+from .diff_metrics import DEFAULT_TOP, WatchMetrics, serve
 from .diff_watch import Round, Tracker
+from .errors import MqadminError
 from .render import dump_yaml
 from .fanout import ask_all
 from .profiles import resolve
 
 #: config items that differ per server by design, left out of --config comparisons
-DEFAULT_IGNORED_CONFIG = ("bindAddress", "configStorePath", "kvConfigPath", "listenPort", "rocketmqHome")
+DEFAULT_IGNORED_CONFIG = PER_HOST_CONFIG
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,10 @@ class DiffOptions:
     concurrency: int = 64
     watch: float | None = None
     count: int | None = None
+    #: --metrics-port: serve Prometheus metrics while watching (0 picks a port)
+    metrics_port: int | None = None
+    metrics_host: str = "0.0.0.0"
+    metrics_top: int = DEFAULT_TOP
 
     def check(self) -> None:
         """Usage errors (exit 2) before anything is sent."""
@@ -58,6 +65,11 @@ class DiffOptions:
             raise typer.BadParameter("must be a positive number of seconds", param_hint="'--watch'")
         if self.count is not None and (self.count < 1 or self.watch is None):
             raise typer.BadParameter("needs --watch and must be at least 1", param_hint="'--count'")
+        if self.metrics_port is not None and (self.watch is None or not 0 <= self.metrics_port <= 65535):
+            raise typer.BadParameter("needs --watch and a TCP port (0-65535; 0 picks one)",
+                                     param_hint="'--metrics-port'")
+        if self.metrics_top < 1:
+            raise typer.BadParameter("must be at least 1", param_hint="'--metrics-top'")
 
     def args(self) -> dict[str, Any]:
         return {
@@ -72,24 +84,35 @@ class DiffOptions:
 def run(common: Common, options: DiffOptions) -> NoReturn:
     """Rounds until done; exits with the last round's status (130 on Ctrl-C)."""
 
+    document = ErrorDocument(common.output)
+
     def body() -> int:
         options.check()
         target = resolve(common.namesrv, common.profile)
         output = common.output.value if common.output is not None else (target.output or "table")
+        document.output = output
         timeout = common.timeout or target.timeout or DEFAULT_TIMEOUT
         tracker = Tracker()
         printed: set[str] = set()
+        with _monitor(options, Environment.current().stderr) as metrics:
+            return rounds(target.addrs, output, timeout, tracker, printed, metrics)
+
+    def rounds(addrs: Sequence[str], output: str, timeout: float, tracker: Tracker, printed: set[str],
+               metrics: WatchMetrics | None) -> int:
         while True:
             env = Environment.current()
             started_wall, started = time.time(), time.monotonic()
-            with _progress_bar(env.stderr, enabled=output == "table", servers=len(target.addrs)) as progress:
-                views = asyncio.run(_collect(target.addrs, options, timeout, progress))
+            with _progress_bar(env.stderr, enabled=output == "table", servers=len(addrs)) as progress:
+                views = asyncio.run(_collect(addrs, options, timeout, progress))
             report = diff_views(views, consumers=options.consumers, strategy=options.strategy,
                                 ignore_config=options.ignore_config if options.config else ())
             unknown = _unknown(views, options, timeout)
             rnd = tracker.add(views, report, started_wall=started_wall, started=started,
                               elapsed=time.monotonic() - started, unknown=unknown)
+            if metrics is not None:
+                metrics.update(rnd)
             _emit(rnd, options, output, env.stdout)
+            document.written = True
             lines = diagnostics(rnd)
             # A watch repeats an error line only when it is new or back after a pause.
             for line in lines if options.watch is None else [x for x in lines if x not in printed]:
@@ -100,7 +123,28 @@ def run(common: Common, options: DiffOptions) -> NoReturn:
                 return int(rnd.status)
             time.sleep(max(0.0, started + options.watch - time.monotonic()))
 
-    raise typer.Exit(code=guard(body, traceback=common.traceback))
+    raise typer.Exit(code=guard(body, traceback=common.traceback, on_error=document))
+
+
+@contextlib.contextmanager
+def _monitor(options: DiffOptions, stderr: TextIO) -> Iterator[WatchMetrics | None]:
+    """The Prometheus endpoint of --metrics-port for as long as the watch runs."""
+    if options.metrics_port is None:
+        yield None
+        return
+    metrics = WatchMetrics(options.metrics_top)
+    try:
+        server, port = serve(metrics, options.metrics_host, options.metrics_port)
+    except OSError as exc:
+        raise MqadminError(f"--metrics-port: cannot listen on {options.metrics_host}:{options.metrics_port}: "
+                           f"{exc.strerror or exc}") from None
+    stderr.write(f"mqadmin: metrics on http://{options.metrics_host}:{port}/metrics\n")
+    stderr.flush()
+    try:
+        yield metrics
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 async def _collect(addrs: Sequence[str], options: DiffOptions, timeout: float,

@@ -10,6 +10,7 @@ Their ``str()`` is a whole operator-facing line that names the server and the re
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from nameserver.protocol.codes import ResponseCode, code_name
@@ -185,7 +186,21 @@ class BadResponse(ServerFailure):
 
     @property
     def reason(self) -> str:
-        return f"malformed answer: {self.text}"
+        peer = _text_peer(self.text)
+        return f"{peer} answered, not a RocketMQ name server (wrong port?)" if peer else f"malformed answer: {self.text}"
+
+
+#: the first four bytes of text protocols' greetings, read as a RocketMQ frame length
+#: (b"HTTP" is 1213486160): what answered instead of a name server
+_TEXT_PEERS = {b"HTTP": "an HTTP server", b"SSH-": "an SSH server", b"220 ": "an FTP or SMTP server"}
+_FRAME_LENGTH = re.compile(r"frame length (\d+) exceeds")
+
+
+def _text_peer(text: str) -> str | None:
+    match = _FRAME_LENGTH.search(text)
+    if match is None or int(match.group(1)) >= 1 << 32:
+        return None
+    return _TEXT_PEERS.get(int(match.group(1)).to_bytes(4, "big"))
 
 
 class NotFound(ServerFailure):

@@ -25,6 +25,8 @@ from rich.text import Text
 from .errors import NameServerError, Pending, Skipped, request_label
 from .result import LOOKUP, PROBE, READ, WRITE, Group, Result, Step
 
+#: the output when neither -o nor a profile chose one: Java's layout where a view has one
+AUTO = "auto"
 #: Columns of a non-terminal stdout: wide enough that tables are never folded in pipes.
 PIPE_WIDTH = 240
 
@@ -55,7 +57,13 @@ class ReadView:
     #: lines shown under the table (data that is not per row)
     notes: Callable[[Any], list[str]] = field(default=lambda data: [])
     #: a fixed text layout (Java's) printed instead of the table, byte for byte: see _layout
-    layout: Callable[[Any], str] | None = None
+    layout: Callable[[Any, Result], str] | None = None
+    #: the layout shows every server's own answer (Java's getNamesrvConfig block per
+    #: server): called once with ``data`` None
+    per_server: bool = False
+    #: asked for explicitly (``topicRoute -l``): the layout whatever the agreement and
+    #: the output option, once per distinct answer when the servers differ
+    always_layout: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,19 +77,31 @@ class WriteView:
 def render(result: Result, output: str, stdout: TextIO, stderr: TextIO) -> None:
     """Write ``result`` to stdout in ``output`` format, then its diagnostics to stderr."""
     if output == "json":
-        stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+        stdout.write(json.dumps(document(result), indent=2, ensure_ascii=False) + "\n")
     elif output == "yaml":
-        stdout.write(dump_yaml(result.to_json()))
+        stdout.write(dump_yaml(document(result)))
     else:
         shown = [s for s in result.steps if s.kind != PROBE]
-        if len(shown) == 1 and shown[0].kind == READ and getattr(shown[0].view, "layout", None) is not None:
-            stdout.write(_layout(shown[0]))
+        if len(shown) == 1 and shown[0].kind == READ and _java_layout(shown[0], output):
+            stdout.write(_layout(shown[0], result))
         else:
             _tables(shown, result, stdout)
     stdout.flush()
     for line in diagnostics(result):
         stderr.write(line + "\n")
     stderr.flush()
+
+
+def document(result: Result) -> dict[str, Any]:
+    """``Result.to_json()`` whose ``error`` names what went wrong whenever the status is
+    not ok: the command's own error, else the first error (or warning) line of stderr,
+    so that ``jq .error`` never reads null for a failed command."""
+    doc = result.to_json()
+    if doc["error"] is None and doc["status"] != "ok":
+        lines = diagnostics(result)
+        first = next((ln for ln in lines if ln.startswith("mqadmin: error: ")), lines[0] if lines else None)
+        doc["error"] = first.split(": ", 2)[2] if first else doc["status"]
+    return doc
 
 
 def _tables(shown: Sequence[Step], result: Result, stdout: TextIO) -> None:
@@ -127,7 +147,9 @@ def _read(step: Step, result: Result, console: Console) -> None:
     view: ReadView = step.view
     groups = step.groups
     total, failed = len(step.outcomes), len(step.failed)
-    if len(groups) == 1 and not groups[0].absent:
+    if len(groups) == 1 and groups[0].absent:
+        return  # "not found" everywhere: one stderr line says it
+    if len(groups) == 1:
         console.print(_table(view.columns, [cells for _, cells in view.rows(groups[0].data, result)]))
         for note in view.notes(groups[0].data):
             _line(console, note)
@@ -159,27 +181,44 @@ def _legend(letter: str, group: Group) -> str:
     return f"  {letter}  {', '.join(group.servers)}{what}"
 
 
-def _layout(step: Step) -> str:
-    """A read shown in its view's fixed text layout (``topicRoute -l``), written as is:
-    Java's trailing blanks are part of it, so it bypasses rich and the pipe trimming.
+def _java_layout(step: Step, output: str) -> bool:
+    """Whether a read prints its view's Java layout: always when asked for (``-l``);
+    otherwise by default (``output`` ``auto``: no -o, no profile default) when the
+    servers that answered agree. A disagreement gets the merged table, which says who
+    holds what; ``-o table`` asks for our table whatever happens."""
+    view = step.view
+    if getattr(view, "layout", None) is None:
+        return False
+    if view.always_layout:
+        return True
+    groups = step.groups
+    return output == AUTO and len(groups) == 1 and not groups[0].absent
 
-    Every server agrees and none failed: the layout alone, exactly what Java prints.
-    Otherwise the summary line, then per distinct answer its legend line (as in the
-    merged table) and that answer's layout and notes.
+
+def _layout(step: Step, result: Result) -> str:
+    """A read shown in its view's fixed text layout (Java's), written as is: Java's
+    trailing blanks are part of it, so it bypasses rich and the pipe trimming.
+
+    The servers agree (failed ones aside: stderr names them, the exit code counts them):
+    the layout alone, exactly what Java prints, so runbooks' ``| grep``, ``| wc -l`` and
+    ``| awk`` keep working. No answer, or "not found" everywhere: nothing (stderr says
+    why, once). They disagree: the summary line, then per distinct answer its legend line
+    (as in the merged table) and that answer's layout and notes.
     """
     view: ReadView = step.view
     assert view.layout is not None
     groups = step.groups
-    summary = _summary(groups, len(step.outcomes), len(step.failed))
-    if len(groups) == 1 and not groups[0].absent and not step.failed:
-        return view.layout(groups[0].data)
+    if view.per_server:
+        return view.layout(None, result) if any(o.ok for o in step.outcomes) else ""
+    if len(groups) == 1 and not groups[0].absent:
+        return view.layout(groups[0].data, result)
     if not groups or (len(groups) == 1 and groups[0].absent):
-        return summary + "\n"
-    parts = [summary + ":\n"]
+        return ""
+    parts = [_summary(groups, len(step.outcomes), len(step.failed)) + ":\n"]
     for letter, group in zip(_letters(len(groups)), groups):
         parts.append("\n" + _legend(letter, group) + "\n")
         if not group.absent:
-            parts.append(view.layout(group.data))
+            parts.append(view.layout(group.data, result))
             parts.extend(note + "\n" for note in view.notes(group.data))
     return "".join(parts)
 
@@ -243,8 +282,16 @@ def diagnostics(result: Result) -> list[str]:
         all_absent = len(groups) == 1 and groups[0].absent
         if step.skipped:
             lines.append(f"mqadmin: error: {request_label(step.request)} not sent: {step.skipped}")
+        # the same "not found" from several servers is one line, not one per server
+        merged = all_absent and len(groups[0].servers) > 1 and groups[0].error is not None
+        if merged:
+            first, n, total = groups[0].error, len(groups[0].servers), len(step.outcomes)
+            assert first is not None
+            lines.append(f"mqadmin: error: {first.message.removeprefix(first.addr + ': ')} "
+                         f"({'all ' if n == total else ''}{n}{'' if n == total else f' of {total}'} name servers)")
         for o in step.outcomes:
-            if o.error is None or isinstance(o.error, (Skipped, Pending)) or (o.absent and not all_absent):
+            # an absent answer is a value when others differ (the disagreement line says it)
+            if o.error is None or isinstance(o.error, (Skipped, Pending)) or (o.absent and (len(groups) > 1 or merged)):
                 continue
             level = "warning" if step.kind == PROBE else "error"
             lines.append(f"mqadmin: {level}: {o.error.message}")

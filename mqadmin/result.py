@@ -95,14 +95,16 @@ class Group:
         return {"servers": list(self.servers), "absent": self.absent}
 
 
-def group_outcomes(outcomes: Sequence[Outcome]) -> list[Group]:
-    """Equal answers together, largest group first (ties: first seen first)."""
+def group_outcomes(outcomes: Sequence[Outcome], same: Callable[[Any], Any] | None = None) -> list[Group]:
+    """Equal answers together, largest group first (ties: first seen first). ``same``
+    gives the part of an answer that is compared (all of it by default)."""
+    key = same or (lambda data: data)
     groups: list[tuple[list[str], Any, bool, ServerFailure | None]] = []
     for o in outcomes:
         if not o.compared:
             continue
         for servers, data, absent, _ in groups:
-            if absent == o.absent and (absent or data == o.data):
+            if absent == o.absent and (absent or key(data) == key(o.data)):
                 servers.append(o.addr)
                 break
         else:
@@ -123,6 +125,8 @@ class Step:
     skipped: str | None = None
     #: how render.py shows it (a views.View); not part of the data
     view: Any = None
+    #: the part of an answer compared across servers (getNamesrvConfig leaves per-host paths out)
+    same: Callable[[Any], Any] | None = None
 
     @classmethod
     def from_answers(
@@ -135,13 +139,14 @@ class Step:
         target: str = "namesrv",
         broker_names: Mapping[str, str] | None = None,
         view: Any = None,
+        same: Callable[[Any], Any] | None = None,
     ) -> "Step":
         names = broker_names or {}
         outcomes = [
             Outcome(a.addr, to_data(a.value) if a.ok else None, a.error, a.latency_ms, names.get(a.addr))
             for a in answers.values()
         ]
-        return cls(request, kind, outcomes, target, view=view)
+        return cls(request, kind, outcomes, target, view=view, same=same)
 
     @classmethod
     def not_sent(
@@ -155,7 +160,7 @@ class Step:
 
     @property
     def groups(self) -> list[Group]:
-        return group_outcomes(self.outcomes)
+        return group_outcomes(self.outcomes, self.same)
 
     @property
     def failed(self) -> list[Outcome]:

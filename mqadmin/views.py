@@ -79,7 +79,7 @@ def java_addr_map(addrs: Mapping[str, str]) -> str:
     return "{" + addrs_by_id(addrs) + "}"
 
 
-def java_route_list(data: Any) -> str:
+def java_route_list(data: Any, result: Result | None = None) -> str:
     """Java's ``topicRoute -l`` text for route data: header, one line per BrokerData by
     broker name, 158 dashes, the ``Total:`` line (brokers with queue data, queue sums).
 
@@ -102,7 +102,7 @@ def java_route_list(data: Any) -> str:
 
 #: ``topicRoute -l``: Java's text instead of the table (the notes go under each answer
 #: when the servers disagree); rows and columns stay ROUTE's
-ROUTE_LIST = ReadView(ROUTE.columns, _route_rows, notes=_route_notes, layout=java_route_list)
+ROUTE_LIST = ReadView(ROUTE.columns, _route_rows, notes=_route_notes, layout=java_route_list, always_layout=True)
 
 
 def topic_clusters(route: TopicRouteData, info: ClusterInfo) -> dict[str, Any]:
@@ -113,9 +113,16 @@ def topic_clusters(route: TopicRouteData, info: ClusterInfo) -> dict[str, Any]:
     return {"clusters": sorted(c for c, members in info.cluster_addr_table.items() if names.intersection(members))}
 
 
+def lines(items: Sequence[str]) -> str:
+    """Java's ``"%s%n"`` per item: topicList, topicClusterList."""
+    return "".join(f"{item}\n" for item in items)
+
+
+#: Java's topicClusterList: one cluster per line
 TOPIC_CLUSTERS = ReadView(
     ("Cluster",), lambda data, result: [(c, (c,)) for c in data["clusters"]],
     notes=lambda data: [] if data["clusters"] else ["no cluster of the cluster info holds a broker of this route"],
+    layout=lambda data, result: lines(data["clusters"]),
 )
 
 # ----------------------------------------------------------------- cluster ----
@@ -211,25 +218,94 @@ def _cluster_total_rows(data: Any, result: Result) -> list[Row]:
             for cluster, name, bid, _addr, table in _cluster_brokers(data, result)]
 
 
-CLUSTER = ReadView(
-    ("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)", "#OutTPS(LOAD)",
-     "#Timer(Progress)", "#PCWait(ms)", "#Hour", "#SPACE", "#ACTIVATED"),
-    _cluster_rows,
-)
+#: Java 5.3.3's clusterList lines (ClusterListSubCommand): the header and the rows align differently
+JAVA_CLUSTER_HEADER = "%-22s  %-22s  %-4s  %-22s %-16s  %16s  %30s  %-22s  %-11s  %-12s  %-8s  %-10s\n"
+JAVA_CLUSTER_ROW = "%-22s  %-22s  %-4s  %-22s %-16s  %16s  %30s  %-22s  %11s  %-12s  %-8s  %10s\n"
+JAVA_TOTALS_HEADER = "%-16s  %-32s %14s %14s %14s %14s\n"
+JAVA_TOTALS_ROW = "%-16s  %-32s %14d %14d %14d %14d\n"
+CLUSTER_COLUMNS = ("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)", "#OutTPS(LOAD)",
+                   "#Timer(Progress)", "#PCWait(ms)", "#Hour", "#SPACE", "#ACTIVATED")
+TOTALS_COLUMNS = ("#Cluster Name", "#Broker Name", "#InTotalYest", "#OutTotalYest", "#InTotalToday", "#OutTotalToday")
+
+
+def _num(t: Mapping[str, str], key: str) -> float:
+    try:
+        return float(str(t.get(key, "0")).split()[0])
+    except (ValueError, IndexError):
+        return 0.0
+
+
+def java_runtime_cells(table: Mapping[str, str] | None, now_ms: float) -> list[str]:
+    """The runtime cells as Java formats them, a silent broker included: Java reads a
+    missing key as an empty string (text) or 0 (numbers), so its row shows
+    ``0.00(,ms)`` and ``false`` where our table shows ``-``."""
+    t = table or {}
+    out_tps = t.get("getTransferredTps", t.get("getTransferedTps", "0"))
+    earliest = _num(t, "earliestMessageTimeStamp")
+    return [
+        t.get("brokerVersionDesc", ""),
+        "%9.2f(%s,%sms)" % (_num(t, "putTps"), t.get("sendThreadPoolQueueSize", ""),
+                            t.get("sendThreadPoolQueueHeadWaitTimeMills", "")),
+        "%9.2f(%s,%sms|%s,%sms)" % (_num({"v": out_tps}, "v"), t.get("pullThreadPoolQueueSize", ""),
+                                     t.get("pullThreadPoolQueueHeadWaitTimeMills", ""),
+                                     t.get("ackThreadPoolQueueSize", "N" if t else ""),
+                                     t.get("ackThreadPoolQueueHeadWaitTimeMills", "N" if t else "")),
+        "%d-%d(%.1fw, %.1f, %.1f)" % (int(_num(t, "timerReadBehind")), int(_num(t, "timerOffsetBehind")),
+                                      _num(t, "timerCongestNum") / 10000, _num(t, "timerEnqueueTps"),
+                                      _num(t, "timerDequeueTps")),
+        t.get("pageCacheLockTimeMills", ""),
+        "%2.2f" % ((now_ms - earliest) / 3_600_000 if earliest else 0.0),
+        "%.4f" % _num(t, "commitLogDiskRatio"),
+        t.get("brokerActive", "false"),
+    ]
+
+
+def java_cluster_list(data: Any, result: Result) -> str:
+    """Java 5.3.3's ``clusterList`` text: header, one line per broker address."""
+    now_ms = time.time() * 1000
+    out = [JAVA_CLUSTER_HEADER % CLUSTER_COLUMNS]
+    for cluster, name, bid, addr, table in _cluster_brokers(data, result):
+        out.append(JAVA_CLUSTER_ROW % (cluster, name, bid, addr, *java_runtime_cells(table, now_ms)))
+    return "".join(out)
+
+
+def java_cluster_totals(data: Any, result: Result) -> str:
+    """Java's ``clusterList -m`` text."""
+    out = [JAVA_TOTALS_HEADER % TOTALS_COLUMNS]
+    for cluster, name, _bid, _addr, table in _cluster_brokers(data, result):
+        out.append(JAVA_TOTALS_ROW % (cluster, name, *message_totals(table)))
+    return "".join(out)
+
+
+CLUSTER = ReadView(CLUSTER_COLUMNS, _cluster_rows, layout=java_cluster_list)
 #: ``clusterList -m``: one row per broker address, as Java prints it.
-CLUSTER_TOTALS = ReadView(
-    ("#Cluster Name", "#Broker Name", "#InTotalYest", "#OutTotalYest", "#InTotalToday", "#OutTotalToday"),
-    _cluster_total_rows,
-)
+CLUSTER_TOTALS = ReadView(TOTALS_COLUMNS, _cluster_total_rows, layout=java_cluster_totals)
 
 MASTERS = ReadView(("Broker", "Master"), lambda data, result: [(n, (n, a)) for n, a in data["masters"].items()])
 
 # ------------------------------------------------------------------ topics ----
 
-TOPICS = ReadView(("Topic",), lambda data, result: [(t, (t,)) for t in data["topicList"]])
+#: Java's topicList: one topic per line
+TOPICS = ReadView(("Topic",), lambda data, result: [(t, (t,)) for t in data["topicList"]],
+                  layout=lambda data, result: lines(data["topicList"]))
+
+
+def java_topics_by_cluster(data: Any, result: Result) -> str:
+    """Java's ``topicList -c`` text: its header, then rows in a wider format with each
+    value cut to 20/64/64 characters (so columns do not line up, as in Java); retry and
+    DLQ topics skipped as Java skips them. No consumer groups are asked: the column is empty."""
+    out = ["%-20s  %-48s  %-48s\n" % ("#Cluster Name", "#Topic", "#Consumer Group")]
+    for cluster, topics in data["topicsByCluster"].items():
+        for topic in topics:
+            if not topic.startswith(("%RETRY%", "%DLQ%")):
+                out.append("%-20s  %-64s  %-64s\n" % (cluster[:20], topic[:64], ""))
+    return "".join(out)
+
+
 TOPICS_BY_CLUSTER = ReadView(
     ("Cluster", "Topic"),
     lambda data, result: [((c, t), (c, t)) for c, ts in data["topicsByCluster"].items() for t in ts],
+    layout=java_topics_by_cluster,
 )
 
 # ---------------------------------------------------------------- allocateMQ ----
@@ -266,18 +342,47 @@ ALLOCATION = ReadView(("Client id", "Queues (broker:ids)", "Count"), _allocation
 
 # ---------------------------------------------------------- kv and config ----
 
+#: Java's ``key=  value`` line of getNamesrvConfig (GetNamesrvConfigCommand), also our KV listing's
+JAVA_PROPERTY = "%-50s=  %s\n"
+
+#: getKvConfig -k: the value alone on its line (``$(mqadmin getKvConfig ...)`` reads it)
 KV_VALUE = ReadView(
     ("Namespace", "Key", "Value"),
     lambda data, result: [(result.args["key"], (result.args["namespace"], result.args["key"], data["value"]))],
+    layout=lambda data, result: f"{data['value']}\n",
 )
+#: getKvConfig without -k: Java's property line per key
 KV_TABLE = ReadView(
     ("Namespace", "Key", "Value"),
     lambda data, result: [(k, (result.args["namespace"], k, v)) for k, v in data["table"].items()],
+    layout=lambda data, result: "".join(JAVA_PROPERTY % kv for kv in data["table"].items()),
 )
 ORDER_CONF = ReadView(
     ("Topic", "Order conf"), lambda data, result: [(result.args["topic"], (result.args["topic"], data["value"]))]
 )
-CONFIG = ReadView(("Key", "Value"), lambda data, result: [(k, (k, v)) for k, v in data.items()])
+#: config keys that differ per server by design (diff-namesrv --config ignores them too)
+PER_HOST_CONFIG = ("bindAddress", "configStorePath", "kvConfigPath", "listenPort", "rocketmqHome")
+
+
+def shared_config(data: Mapping[str, str]) -> dict[str, str]:
+    """The config items that servers of one cluster should share (compared for agreement)."""
+    return {k: v for k, v in data.items() if k not in PER_HOST_CONFIG}
+
+
+def java_namesrv_config(data: Any, result: Result) -> str:
+    """Java's getNamesrvConfig text: per server (each its own values, per-host paths
+    and the listening port included) a ``====addr====`` line and its properties."""
+    read = next(s for s in result.steps if s.request == RequestCode.GET_NAMESRV_CONFIG)
+    out = []
+    for o in read.outcomes:
+        if o.ok:
+            out.append(f"============{o.addr}============\n")
+            out.extend(JAVA_PROPERTY % kv for kv in o.data.items())
+    return "".join(out)
+
+
+CONFIG = ReadView(("Key", "Value"), lambda data, result: [(k, (k, v)) for k, v in data.items()],
+                  layout=java_namesrv_config, per_server=True)
 
 
 def sorted_map(table: Mapping[str, str]) -> dict[str, str]:

@@ -10,7 +10,7 @@ from nameserver.protocol.codes import RequestCode as R
 
 from .. import views
 from ..client import BrokerConnection, NamesrvConnection
-from ..core import Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, run
+from ..core import Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, run, seconds_option
 from ..errors import NotFound
 from ..result import PROBE, READ, Result, Step
 
@@ -24,7 +24,8 @@ def cluster_list(
     more_stats: Annotated[bool, typer.Option(
         "-m", "--moreStats", help="Messages in and out yesterday and today instead of the runtime table.")] = False,
     interval: Annotated[Optional[float], typer.Option(
-        "-i", "--interval", min=0, show_default=False, help="Repeat every SECONDS until interrupted.")] = None,
+        "-i", "--interval", callback=seconds_option, show_default=False,
+        help="Repeat every SECONDS until interrupted.")] = None,
     count: Annotated[Optional[int], typer.Option(
         "--count", min=1, show_default=False, help="With -i: stop after this many rounds.")] = None,
     namesrv: NamesrvOpt = None, output: OutputOpt = None, timeout: TimeoutOpt = None,

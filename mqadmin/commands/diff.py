@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..core import Common, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt
+from ..diff_metrics import DEFAULT_TOP
 from ..diff_run import DEFAULT_IGNORED_CONFIG, DiffOptions, run
 
 
@@ -43,6 +44,14 @@ def diff_namesrv(
         "--count", metavar="K", show_default=False, help="With --watch: stop after K rounds.")] = None,
     concurrency: Annotated[int, typer.Option(
         "--concurrency", min=1, help="Route requests in flight per name server.")] = 64,
+    metrics_port: Annotated[Optional[int], typer.Option(
+        "--metrics-port", metavar="PORT", show_default=False,
+        help="With --watch: serve Prometheus metrics on http://HOST:PORT/metrics (0 picks a port; it is logged).")] = None,
+    metrics_host: Annotated[str, typer.Option(
+        "--metrics-host", metavar="HOST", help="Address the metrics endpoint listens on.")] = "0.0.0.0",
+    metrics_top: Annotated[int, typer.Option(
+        "--metrics-top", metavar="N", help="Topics exported one by one (the worst by queue impact); totals cover all.",
+    )] = DEFAULT_TOP,
     namesrv: NamesrvOpt = None, output: OutputOpt = None, timeout: TimeoutOpt = None,
     profile: ProfileOpt = None, traceback: TracebackOpt = False,
 ) -> None:
@@ -54,6 +63,11 @@ def diff_namesrv(
     two would own, and each broker's share of writes per view. Exit 0 when all
     agree, 4 on any difference, 3 when only some servers or requests failed, 1
     when no server answered or a -t topic / -c cluster is known to none of them.
+
+    With --watch and --metrics-port it is a monitor: Prometheus metrics of the last
+    round (per server up, answered and content-hash age; differences by kind; the
+    worst topics' unassigned and doubly-assigned queues with totals; the oldest
+    unresolved difference's age). Alert rules: deploy/prometheus/diff-namesrv-rules.yml.
     """
     options = DiffOptions(
         topics=None if not topic else tuple(t.strip() for t in topic),
@@ -62,5 +76,6 @@ def diff_namesrv(
         config=config,
         ignore_config=DEFAULT_IGNORED_CONFIG + tuple(ignore_config or ()),
         consumers=consumers, strategy=strategy.value, concurrency=concurrency, watch=watch, count=count,
+        metrics_port=metrics_port, metrics_host=metrics_host.strip(), metrics_top=metrics_top,
     )
     run(Common(namesrv, output, timeout, profile, traceback), options)

@@ -16,6 +16,8 @@ from fixtures.loader import FixtureErrors, load_fixture
 from fixtures.model import Fixture, plural
 from fixtures.runner import FixtureRunError, FixtureRunner
 
+from ..core import EXIT_INTERRUPTED
+
 app = typer.Typer(help="Simulated RocketMQ clusters for runbooks, diffs and pipelines.", no_args_is_help=True)
 
 
@@ -77,11 +79,14 @@ def up(
     runner = FixtureRunner(fx, speed=speed, duration_ms=None if duration is None else round(duration * 1000),
                            echo=typer.echo)
 
+    interrupted: list[bool] = []
+
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
 
         def on_signal() -> None:
+            interrupted.append(True)
             stop.set()
             # A second Ctrl-C interrupts the clean shutdown.
             loop.remove_signal_handler(signal.SIGINT)
@@ -100,3 +105,5 @@ def up(
     except FixtureRunError as exc:
         typer.echo(f"mqadmin fixture: {exc}", err=True)
         raise typer.Exit(code=1) from None
+    if interrupted:  # Ctrl-C: stopped cleanly, but not done; 128 + SIGINT as every command
+        raise typer.Exit(code=EXIT_INTERRUPTED)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -80,6 +81,13 @@ def start(
     if not isinstance(level, int):
         raise _fail(f"--log-level: unknown level {log_level!r}")
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s - %(message)s")
+
+    host = config["bindAddress"]
+    try:  # the OS's own words for a bad name are a negative errno: "Unknown error -2"
+        socket.getaddrinfo(host or None, None, proto=socket.IPPROTO_TCP)
+    except socket.gaierror as exc:
+        raise _fail(f"cannot listen on {host}: not an IP address, nor a host name this machine resolves "
+                    f"({exc.strerror})") from None
 
     def ready(server: NameServer) -> None:
         print(BANNER.format(host=server.host, port=server.port), flush=True)

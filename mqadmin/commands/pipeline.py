@@ -85,6 +85,16 @@ def _progress():  # type: ignore[no-untyped-def]
     return show
 
 
+def _time_option(text: Optional[str], name: str) -> Optional[int]:
+    """--from/--to as epoch ms; a bad one is a usage error naming the option."""
+    from ..pipeline import times
+
+    try:
+        return None if text is None else times.parse_time(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint=f"'{name}'") from None
+
+
 def analyze(
     captures: Annotated[Path, typer.Argument(help="Directory written by snapshot or synth-history.",
                                              show_default=False)],
@@ -138,12 +148,8 @@ def analyze(
         raise typer.BadParameter(str(exc), param_hint="'--conf'") from None
 
     def body() -> int:
-        try:
-            opts = JobOptions(str(captures.resolve()), str(out.resolve()), consumers, strategy.value,
-                              None if from_ is None else parse_time(from_), None if to is None else parse_time(to),
-                              report)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc)) from None
+        opts = JobOptions(str(captures.resolve()), str(out.resolve()), consumers, strategy.value,
+                          _time_option(from_, "--from"), _time_option(to, "--to"), report)
         if opts.from_ms is not None and opts.to_ms is not None and opts.from_ms >= opts.to_ms:
             raise typer.BadParameter(f"--from ({from_}) must be before --to ({to})", param_hint="'--from'")
         if not captures.is_dir():

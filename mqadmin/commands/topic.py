@@ -12,9 +12,10 @@ from nameserver.protocol.codes import RequestCode as R
 
 from .. import views
 from ..client import BrokerConnection, NamesrvConnection
-from ..core import (Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, read_command,
-                    required, run)
-from ..errors import NotFound
+from ..core import (Common, Context, Interrupted, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt,
+                    did_you_mean, read_command, required, run)
+from ..errors import NotFound, Pending
+from ..fanout import Answer
 from ..result import LOOKUP, WRITE, Result, Step
 
 TopicOpt = Annotated[str, typer.Option("-t", "--topic", help="Topic name.", show_default=False)]
@@ -108,7 +109,9 @@ def delete_topic(
     DELETE_TOPIC_IN_BROKER goes to every master of the cluster that any name server
     knows; only when all of them succeeded does DELETE_TOPIC_IN_NAMESRV go to every
     name server (otherwise the routes stay, so the topic remains visible). Every step
-    is reported per target.
+    is reported per target. A topic no name server has a route for, or a cluster none
+    knows, is an error (exit 1) and nothing is sent. Ctrl-C during the deletes prints
+    what each target had answered by then (done, failed, no answer yet) and exits 130.
     """
     topic, cluster = required(topic, "-t"), required(cluster, "-c")
     args = {"topic": topic, "cluster": cluster}
@@ -120,21 +123,62 @@ def delete_topic(
         return {"masters": views.cluster_masters(views.cluster_data(info, cluster), cluster)}
 
     async def build(ctx: Context) -> Result:
-        lookup = Step.from_answers(R.GET_BROKER_CLUSTER_INFO, LOOKUP, await ctx.ask(masters, R.GET_BROKER_CLUSTER_INFO),
-                                   view=views.MASTERS)
+        found, routes = await asyncio.gather(ctx.ask(masters, R.GET_BROKER_CLUSTER_INFO),
+                                             ctx.ask(lambda c: c.get_route(topic), R.GET_ROUTEINFO_BY_TOPIC,
+                                                     detail=f"for topic {topic!r}"))
+        lookup = Step.from_answers(R.GET_BROKER_CLUSTER_INFO, LOOKUP, found, view=views.MASTERS)
         targets = {a: n for o in lookup.outcomes if o.ok for n, a in o.data["masters"].items()}
-        if not targets:
-            why = "no name server answered" if not lookup.groups else f"no name server knows a master of cluster {cluster!r}"
+        error = await _nothing_to_delete(ctx, topic, cluster, lookup, routes)
+        if error is not None or not targets:
+            why = error or ("no name server answered" if not lookup.groups
+                            else f"no name server knows a master of cluster {cluster!r}")
             return Result("deleteTopic", args, [lookup], error=f"deleteTopic {topic!r}: {why}; nothing was deleted")
-        answers = await ctx.ask(lambda c: c.delete_topic_in_broker(topic), R.DELETE_TOPIC_IN_BROKER,
-                                addrs=sorted(targets), connection=BrokerConnection, detail=f"for topic {topic!r}")
-        brokers = Step.from_answers(R.DELETE_TOPIC_IN_BROKER, WRITE, answers, target="broker", broker_names=targets)
+        done: list[Step] = [lookup]
+        brokers = await _interruptible(ctx, done, args, R.DELETE_TOPIC_IN_BROKER, sorted(targets), targets,
+                                       lambda c: c.delete_topic_in_broker(topic), detail=f"for topic {topic!r}")
         if brokers.failed:
             reason = f"{len(brokers.failed)} of {len(targets)} brokers failed; the routes are kept so the topic stays visible"
-            namesrvs = Step.not_sent(R.DELETE_TOPIC_IN_NAMESRV, WRITE, ctx.addrs, reason)
+            done.append(Step.not_sent(R.DELETE_TOPIC_IN_NAMESRV, WRITE, ctx.addrs, reason))
         else:
-            answers = await ctx.ask(lambda c: c.delete_topic_in_namesrv(topic, cluster), R.DELETE_TOPIC_IN_NAMESRV)
-            namesrvs = Step.from_answers(R.DELETE_TOPIC_IN_NAMESRV, WRITE, answers)
-        return Result("deleteTopic", args, [lookup, brokers, namesrvs])
+            await _interruptible(ctx, done, args, R.DELETE_TOPIC_IN_NAMESRV, list(ctx.addrs), None,
+                                 lambda c: c.delete_topic_in_namesrv(topic, cluster))
+        return Result("deleteTopic", args, done)
 
     run(Common(namesrv, output, timeout, profile, traceback), build)
+
+
+async def _nothing_to_delete(ctx: Context, topic: str, cluster: str, lookup: Step,
+                             routes: dict[str, Answer[Any]]) -> str | None:
+    """Why deleteTopic must send nothing: every name server that answered has no route
+    for the topic, or none knows the cluster (with a "did you mean" from their clusters)."""
+    if lookup.groups and all(g.absent for g in lookup.groups):
+        infos = await ctx.ask(lambda c: c.get_cluster_info(), R.GET_BROKER_CLUSTER_INFO)
+        known = {c for a in infos.values() if a.ok and a.value is not None for c in a.value.cluster_addr_table}
+        return f"no name server knows cluster {cluster!r}{did_you_mean(cluster, known)}"
+    answered = [a for a in routes.values() if a.answered]
+    if answered and all(a.error is not None and a.error.absent for a in answered):
+        return f"no name server has a route for topic {topic!r}"
+    return None
+
+
+async def _interruptible(ctx: Context, done: list[Step], args: dict[str, Any], request: int, addrs: list[str],
+                         broker_names: dict[str, str] | None, send: Any, detail: str = "") -> Step:
+    """One write step of deleteTopic, appended to ``done``. Ctrl-C under way ends the
+    command with ``done`` plus this step as far as it got (targets still silent:
+    NO ANSWER YET) and, after the brokers' step, the name servers' step as not sent."""
+    progress: dict[str, Answer[Any]] = {}
+    broker = broker_names is not None
+    try:
+        answers = await ctx.ask(send, request, addrs=addrs, detail=detail, progress=progress,
+                                connection=BrokerConnection if broker else NamesrvConnection)
+    except asyncio.CancelledError:
+        answers = {a: progress.get(a) or Answer(a, error=Pending(a, request, detail)) for a in addrs}
+        done.append(Step.from_answers(request, WRITE, answers, target="broker" if broker else "namesrv",
+                                      broker_names=broker_names))
+        if broker:
+            done.append(Step.not_sent(R.DELETE_TOPIC_IN_NAMESRV, WRITE, ctx.addrs, "interrupted"))
+        raise Interrupted(Result("deleteTopic", args, done)) from None
+    step = Step.from_answers(request, WRITE, answers, target="broker" if broker else "namesrv",
+                             broker_names=broker_names)
+    done.append(step)
+    return step

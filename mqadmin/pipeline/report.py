@@ -24,7 +24,58 @@ BUCKETS: tuple[tuple[float, str], ...] = (
 )
 MAX_EVENTS = 5000
 WORST = 20
+#: business windows shown per (date, cluster) in the summary, as the summary table's own three
+PER_DAY = 3
 CHART_IDS = ("chart-timeline", "chart-windows", "chart-convergence")
+#: RocketMQ's system topics (TopicValidator) and prefixes of generated ones; with the
+#: per-cluster and per-broker pseudo-topics (a broker registers its cluster's and its own
+#: name as topics) they are shown apart from business topics, behind a checkbox
+SYSTEM_TOPICS = frozenset({
+    "TBW102", "SELF_TEST_TOPIC", "SCHEDULE_TOPIC_XXXX", "BenchmarkTest", "OFFSET_MOVED_EVENT",
+    "TRANS_CHECK_MAX_TIME_TOPIC", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "RMQ_SYS_TRACE_TOPIC",
+    "DefaultHeartBeatSyncerTopic",
+})
+SYSTEM_PREFIXES = ("rmq_sys_", "RMQ_SYS_", "%RETRY%", "%DLQ%", "%SYS%")
+
+
+def system_topic(topic: Any) -> Any:
+    """Spark condition: ``topic`` (a column) is a system topic by name."""
+    cond = topic.isin(sorted(SYSTEM_TOPICS))
+    for prefix in SYSTEM_PREFIXES:
+        cond = cond | topic.startswith(prefix)
+    return cond
+
+
+def _pseudo_topics(wins: DataFrame, events: DataFrame, summary: DataFrame) -> list[str]:
+    """Cluster and broker names seen anywhere in the history: their topics are pseudo-topics."""
+    names = (wins.select(F.explode("clusters").alias("n")).union(wins.select(F.explode("brokers").alias("n")))
+             .union(events.select(F.col("broker").alias("n"))).union(events.select(F.col("cluster").alias("n")))
+             .union(summary.select(F.col("cluster").alias("n"))).where("n is not null").distinct().collect())
+    return sorted(r["n"] for r in names)
+
+
+def _grouped(wins: DataFrame) -> list[dict[str, Any]]:
+    """The longest windows, those that share cause, start, end, servers and brokers as one
+    row (one perm wipe makes a window per topic of the broker: one incident, one row)."""
+    rows = (wins.groupBy("cause", "start_ms", "end_ms", "duration_s", "unknown_s", "open",
+                         F.sort_array("servers").alias("servers"), F.sort_array("brokers").alias("brokers"))
+            .agg(F.count("*").alias("windows"), F.sort_array(F.collect_list("topic")).alias("topics"),
+                 F.max("max_unassigned").alias("max_unassigned"),
+                 F.max("max_doubly_assigned").alias("max_doubly_assigned"))
+            .orderBy(F.desc("duration_s"), "start_ms", "cause").limit(WORST).collect())
+    return [r.asDict() for r in rows]
+
+
+def _per_day(wins: DataFrame) -> dict[tuple[Any, Any], list[dict[str, Any]]]:
+    """(date, cluster) -> its ``PER_DAY`` longest windows of ``wins``, longest first."""
+    # a window on no known cluster counts under "-", as the summary table does
+    cluster = F.explode(F.when(F.size("clusters") > 0, F.col("clusters")).otherwise(F.array(F.lit("-"))))
+    rows = (wins.select("date", cluster.alias("cluster"), "duration_s", "topic", "cause")
+            .groupBy("date", "cluster")
+            .agg(F.slice(F.sort_array(F.collect_list(F.struct("duration_s", "topic", "cause")), asc=False),
+                         1, PER_DAY).alias("worst"))
+            .collect())
+    return {(r["date"], r["cluster"]): [w.asDict() for w in r["worst"]] for r in rows}
 
 
 def collect_report_data(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
@@ -47,9 +98,8 @@ def collect_report_data(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
     hist = wins.groupBy(bucket.alias("bucket"), "cause").count().collect()
     ev = (events.where("converge_s is not null").orderBy("start_ms")
           .select("start_ms", "converge_s", "kind", "broker").limit(MAX_EVENTS).collect())
-    worst = (wins.orderBy(F.desc("duration_s"), "start_ms", "topic").limit(WORST)
-             .select("topic", "start_ms", "end_ms", "duration_s", "unknown_s", "open", "servers", "cause", "brokers",
-                     "max_unassigned", "max_doubly_assigned").collect())
+    apart = system_topic(F.col("topic")) | F.col("topic").isin(_pseudo_topics(wins, events, summary))
+    business, system = wins.where(~apart), wins.where(apart)
     return {
         "rounds": sorted(r["capture_ms"] for r in rounds if r["capture_ms"] is not None),
         "servers": servers,
@@ -58,7 +108,10 @@ def collect_report_data(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
         "hist": [(r["bucket"], r["cause"], r["count"]) for r in hist],
         "events": [r.asDict() for r in ev],
         "summary": [r.asDict() for r in summary.orderBy("date", "cluster").collect()],
-        "worst": [r.asDict() for r in worst],
+        "worst": _grouped(business),
+        "worst_system": _grouped(system),
+        "per_day": _per_day(business),
+        "per_day_system": _per_day(system),
     }
 
 
@@ -78,6 +131,15 @@ def timeline_figure(data: dict[str, Any]) -> go.Figure:
                                  line={"shape": "hv"}))
     fig.update_layout(title="Inconsistent topics per server (the server is outside the majority)",
                       xaxis_title="capture time (UTC)", yaxis_title="topics", height=380, margin={"t": 50})
+    return fig if times else _no_data(fig, "no data: no round was captured")
+
+
+def _no_data(fig: go.Figure, text: str) -> go.Figure:
+    """An empty chart says so, instead of bare axes that read as "all zero"."""
+    fig.add_annotation(text=text, xref="paper", yref="paper", x=0.5, y=0.5, showarrow=False,
+                       font={"size": 18, "color": "#666"})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
     return fig
 
 
@@ -95,7 +157,7 @@ def windows_figure(data: dict[str, Any]) -> go.Figure:
         fig.add_trace(go.Bar(x=labels, y=[0] * len(labels), name="no windows"))
     fig.update_layout(title="Inconsistency windows by duration and cause", barmode="stack",
                       xaxis_title="window duration", yaxis_title="windows", height=380, margin={"t": 50})
-    return fig
+    return fig if causes else _no_data(fig, "no data: the name servers never disagreed")
 
 
 def convergence_figure(data: dict[str, Any]) -> go.Figure:
@@ -112,12 +174,14 @@ def convergence_figure(data: dict[str, Any]) -> go.Figure:
     fig.update_layout(title="Time until every name server agreed on a broker, per broker event",
                       xaxis_title="event start (UTC)", yaxis_title="seconds to converge", height=380,
                       margin={"t": 50})
-    return fig
+    return fig if kinds else _no_data(fig, "no data: no broker appeared, disappeared or flapped")
 
 
 def _fmt(value: Any) -> str:
     if value is None:
         return "-"
+    if isinstance(value, bool):  # before numbers: True is an int
+        return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:,.1f}"
     if isinstance(value, (list, tuple)):
@@ -127,24 +191,53 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], table_id: str) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>" for row in rows)
-    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], table_id: str, css: str = "",
+           apart: Sequence[int] = ()) -> str:
+    """An HTML table; the columns at indexes ``apart`` are system/pseudo-topic ones
+    (hidden until the page's checkbox shows them)."""
+    def cell(tag: str, i: int, text: str) -> str:
+        return f'<{tag} class="system">{text}</{tag}>' if i in apart else f"<{tag}>{text}</{tag}>"
+
+    head = "".join(cell("th", i, html.escape(h)) for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(cell("td", i, html.escape(_fmt(v))) for i, v in enumerate(row)) + "</tr>"
+                   for row in rows)
+    klass = f' class="{css}"' if css else ""
+    return f'<table id="{table_id}"{klass}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _windows_text(windows: Sequence[Mapping[str, Any]]) -> str:
+    return "; ".join(f"{w['topic']} {w['duration_s'] / 60:.1f} min ({w['cause']})" for w in windows) or "-"
 
 
 def _summary_rows(data: dict[str, Any]) -> list[list[Any]]:
     rows = []
     for s in data["summary"]:
-        worst = "; ".join(f"{w['topic']} {w['duration_s'] / 60:.1f} min ({w['cause']})" for w in s["worst_windows"])
+        key = (s["date"], s["cluster"])
         share = s["consistent_share"]
         unknown = s["unknown_s"] / s["observed_s"] if s["unknown_s"] and s["observed_s"] else None
         rows.append([s["date"], s["cluster"], "-" if share is None else f"{share * 100:.2f} %",
                      "-" if unknown is None else f"{unknown * 100:.2f} %", s["windows"],
-                     s["longest_window_s"] and s["longest_window_s"] / 60, worst or "-",
+                     s["longest_window_s"] and s["longest_window_s"] / 60,
+                     _windows_text(data.get("per_day", {}).get(key, [])),
+                     _windows_text(data.get("per_day_system", {}).get(key, [])),
                      s["unassigned_queue_minutes"], s["doubly_assigned_queue_minutes"],
                      s["affected_consumer_minutes"], s["broker_events"], s["max_converge_s"]])
     return rows
+
+
+def _topics_text(w: Mapping[str, Any]) -> str:
+    """``orders, payments and 28 more`` for a group of windows."""
+    topics, n = list(w["topics"])[:5], w["windows"]
+    return ", ".join(topics) + (f" and {n - len(topics)} more" if n > len(topics) else "")
+
+
+def _longest(windows: Sequence[Mapping[str, Any]], table_id: str, css: str = "") -> str:
+    return _table(["cause", "topics", "windows", "start", "end", "duration (min)", "of it a server silent (min)",
+                   "open", "servers", "brokers", "max unassigned", "max doubly assigned"],
+                  [[w["cause"], _topics_text(w), w["windows"], _ts(w["start_ms"]), _ts(w["end_ms"]),
+                    w["duration_s"] / 60, w["unknown_s"] / 60 if w["unknown_s"] else "-", w["open"], w["servers"],
+                    w["brokers"], w["max_unassigned"], w["max_doubly_assigned"]] for w in windows],
+                  table_id, css)
 
 
 STYLE = """
@@ -153,7 +246,14 @@ table { border-collapse: collapse; margin: 8px 0 24px; font-size: 13px; }
 th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; }
 th { background: #f3f3f3; }
 .chart { margin-bottom: 24px; }
+.system { display: none; }
+body.with-system .system { display: revert; }
 """
+#: the checkbox that shows system topics and pseudo-topics (they are in the page, hidden)
+SYSTEM_TOGGLE = ('<p><label><input type="checkbox" id="show-system" '
+                 'onchange="document.body.classList.toggle(\'with-system\', this.checked)"> '
+                 "include system topics (TBW102, SELF_TEST_TOPIC, ...) and the per-cluster and per-broker "
+                 "pseudo-topics</label></p>")
 
 
 def render_html(data: dict[str, Any]) -> str:
@@ -163,23 +263,23 @@ def render_html(data: dict[str, Any]) -> str:
         charts.append('<div class="chart">' + fig.to_html(
             full_html=False, include_plotlyjs=(i == 0), div_id=div_id,
             config={"displaylogo": False, "responsive": True}) + "</div>")
-    summary = _table(["date", "cluster", "consistent", "unknown (a server silent)", "windows", "longest (min)", "worst windows",
-                      "unassigned queue-min", "doubly assigned queue-min", "consumer-min affected", "broker events",
-                      "slowest convergence (s)"], _summary_rows(data), "summary")
-    worst = _table(["topic", "start", "end", "duration (min)", "of it a server silent (min)", "open", "servers",
-                    "cause", "brokers", "max unassigned", "max doubly assigned"],
-                   [[w["topic"], _ts(w["start_ms"]), _ts(w["end_ms"]), w["duration_s"] / 60,
-                     w["unknown_s"] / 60 if w["unknown_s"] else "-", w["open"], w["servers"],
-                     w["cause"], w["brokers"], w["max_unassigned"], w["max_doubly_assigned"]] for w in data["worst"]],
-                   "worst")
+    summary = _table(["date", "cluster", "consistent", "unknown (a server silent)", "windows", "longest (min)",
+                      "worst windows", "worst windows of system and pseudo-topics", "unassigned queue-min",
+                      "doubly assigned queue-min", "consumer-min affected", "broker events", "slowest convergence (s)"],
+                     _summary_rows(data), "summary", apart=(7,))
+    worst = _longest(data["worst"], "worst") if data["worst"] else "<p>no data: no window of a business topic</p>"
+    worst += ('<div class="system"><h3>System topics and pseudo-topics</h3>'
+              + (_longest(data.get("worst_system", []), "worst-system") if data.get("worst_system") else "<p>none</p>")
+              + "</div>")
     span = ""
     if data["rounds"]:
         span = f"{_fmt(_ts(data['rounds'][0]))} to {_fmt(_ts(data['rounds'][-1]))} UTC, "
     head = (f"<h1>Name-server consistency</h1><p>{span}{len(data['rounds'])} rounds, "
             f"{len(data['servers'])} name servers: {html.escape(', '.join(data['servers']))}</p>")
     return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>mqadmin analyze report</title>"
-            f"<style>{STYLE}</style></head><body>{head}<h2>Summary per day and cluster</h2>{summary}"
-            + "".join(charts) + f"<h2>Longest windows</h2>{worst}</body></html>")
+            f"<style>{STYLE}</style></head><body>{head}{SYSTEM_TOGGLE}<h2>Summary per day and cluster</h2>{summary}"
+            + "".join(charts) + f"<h2>Longest windows, by incident (same cause, start and end)</h2>{worst}"
+            "</body></html>")
 
 
 def write_report(out: str, frames: Mapping[str, DataFrame]) -> Path:

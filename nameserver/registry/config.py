@@ -133,6 +133,9 @@ class NamesrvConfig:
         self.items = {item.name: item for item in _items()}
         self.values: dict[str, Any] = {name: item.default for name, item in self.items.items()}
         self.extras: dict[str, str] = {}
+        #: the port the server listens on once bound (``listenPort`` 0 picks one): what
+        #: GET_NAMESRV_CONFIG reports, never what the config file keeps
+        self.bound_port: int | None = None
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -176,6 +179,7 @@ class NamesrvConfig:
         twin = NamesrvConfig()
         twin.values = dict(self.values)
         twin.extras = dict(self.extras)
+        twin.bound_port = self.bound_port
         return twin
 
     def validate(self) -> None:
@@ -229,6 +233,14 @@ class NamesrvConfig:
         for key, raw in self.extras.items():
             out.setdefault(key, raw)
         return out
+
+    def reported_text(self) -> str:
+        """``to_text()`` as GET_NAMESRV_CONFIG answers it: ``listenPort`` is the port bound."""
+        if self.bound_port is None:
+            return self.to_text()
+        twin = self.copy()
+        twin.values["listenPort"] = self.bound_port
+        return twin.to_text()
 
     def to_text(self) -> str:
         """``key=value`` lines sorted by key as 5.x does, escaped as properties text so

@@ -175,6 +175,7 @@ class NameServer:
         sock = self._server.sockets[0]
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.host, self.port = host, sock.getsockname()[1]
+        self.config.bound_port = self.port
         self._tasks.append(asyncio.create_task(
             self._every(self.config["scanNotActiveBrokerInterval"], self.scan_once, "broker scan"), name="scan"))
         if self.config["routeSnapshotPath"]:

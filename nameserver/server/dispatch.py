@@ -572,7 +572,7 @@ class Processor:
         return self._ok(cmd)
 
     def get_config(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
-        return self._ok(cmd, body=self.config.to_text().encode("utf-8"))
+        return self._ok(cmd, body=self.config.reported_text().encode("utf-8"))
 
 
 __all__ = ["Processor", "RequestError"]

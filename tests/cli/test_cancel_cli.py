@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -66,18 +66,24 @@ def test_sigint_exits_130_with_one_line(silent: list[ThreadedServer], args: list
 def _interrupt_write(servers: list[ThreadedServer], *extra: str) -> tuple[int, str, str]:
     """``updateKvConfig`` to ``servers``, Ctrl-C once every server has its request and the
     ones that answer have answered; (exit status, stdout, stderr)."""
+    return _interrupt(["updateKvConfig", "-s", "ns", "-k", "k", "-v", "v", "-n", ";".join(s.addr for s in servers),
+                       *extra], lambda: all(s.requests for s in servers))
+
+
+def _interrupt(args: list[str], sent: Callable[[], bool]) -> tuple[int, str, str]:
+    """``mqadmin ARGS``, Ctrl-C once ``sent()`` and half a second more (answers that come
+    back reach mqadmin); (exit status, stdout, stderr)."""
     env = {**os.environ, "NAMESRV_ADDR": "", "MQADMIN_CONFIG": "/nonexistent", "COLUMNS": "200"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mqadmin", "updateKvConfig", "-s", "ns", "-k", "k", "-v", "v",
-         "-n", ";".join(s.addr for s in servers), "--timeout", "60", *extra],
+        [sys.executable, "-m", "mqadmin", *args, "--timeout", "60"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, preexec_fn=_default_sigint,
     )
     try:
         deadline = time.monotonic() + 15
-        while not all(s.requests for s in servers) and time.monotonic() < deadline:
+        while not sent() and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert all(s.requests for s in servers), "mqadmin sent nothing"
-        time.sleep(0.5)  # the answering server's reply reaches mqadmin
+        assert sent(), "mqadmin sent nothing"
+        time.sleep(0.5)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=BOUND)
     finally:
@@ -111,3 +117,29 @@ def test_interrupted_write_as_json(silent: list[ThreadedServer]) -> None:
     assert [(s["addr"], s["ok"], s["answered"], s["error"]["type"]) for s in doc["steps"][0]["servers"]] == [
         (s.addr, False, False, "pending") for s in silent]
     assert err.startswith("mqadmin: error: interrupted; no answer yet from ")
+
+
+def test_interrupted_delete_topic_reports_every_broker(silent: list[ThreadedServer], addrs: list[str]) -> None:
+    """Ctrl-C while one master has not answered DELETE_TOPIC_IN_BROKER: the table says which
+    broker deleted, which one may or may not have, and that the name servers were not told."""
+    from tests.cli.conftest import kept_brokers
+    from tests.cli.fakes import FakeBroker
+
+    answering = FakeBroker().start()
+    try:
+        with kept_brokers() as reg:
+            reg(addrs, "ci-a", answering.addr, {"ci_topic": 2}, cluster="CI1")
+            reg(addrs, "ci-b", silent[0].addr, {"ci_topic": 2}, cluster="CI1")
+            code, out, err = _interrupt(
+                ["deleteTopic", "-t", "ci_topic", "-c", "CI1", "-n", ";".join(addrs)],
+                lambda: bool(silent[0].requests and answering.deleted_topics()))
+    finally:
+        answering.stop()
+    assert code == 130, err
+    assert answering.deleted_topics() == ["ci_topic"]
+    rows = {line.split()[1]: line.split()[2:] for line in out.splitlines() if line.startswith("ci-")}
+    assert rows[answering.addr][0] == "OK" and rows[silent[0].addr][:3] == ["NO", "ANSWER", "YET"]
+    assert "DELETE_TOPIC_IN_NAMESRV (216) not sent to 3 name servers: interrupted" in out
+    assert err.splitlines() == ["mqadmin: error: DELETE_TOPIC_IN_NAMESRV (216) not sent: interrupted",
+                                f"mqadmin: error: interrupted; no answer yet from {silent[0].addr}: the write may "
+                                "or may not have been applied there"]

@@ -27,24 +27,73 @@ ADMIN_COMMANDS = ["clusterList", "topicRoute", "topicList", "getKvConfig", "getN
 
 
 @pytest.mark.parametrize("args,message", [
-    (["topicRoute"], "Missing option '-t' / '--topic'."),
-    (["updateKvConfig", "-s", "ns", "-k", "k"], "Missing option '-v' / '--value'."),
-    (["deleteTopic", "-t", "t"], "Missing option '-c' / '--clusterName'."),
-    (["wipeWritePerm", "-b", "x", "-z"], "No such option: -z"),
-    (["topicList", "-o", "xml"], "Invalid value for '-o' / '--output'"),
-    (["updateOrderConf", "-t", "t", "-m", "post"], "Invalid value for '-m' / '--method'"),
-    (["topicList", "--timeout", "0", "-n", "127.0.0.1:1"], "Invalid value for '--timeout': must be a positive number"),
-    (["topicList", "--timeout", "nan", "-n", "127.0.0.1:1"], "Invalid value for '--timeout': must be a positive"),
-    (["snapshot", "--out", "x", "--timeout", "-1", "-n", "127.0.0.1:1"], "Invalid value for '--timeout': must be"),
-    (["diff-namesrv", "--watch", "nan", "-n", "127.0.0.1:1"], "Invalid value for '--watch': must be a positive"),
-    (["topicRoute", "-t", "  ", "-n", "127.0.0.1:1"], "Invalid value for '-t': must not be empty"),
-    (["clusterList", "-i", "-1"], "Invalid value for '-i' / '--interval'"),
-    (["noSuchCommand"], "No such command 'noSuchCommand'."),
+    (["topicRoute"], "mqadmin: error: topicRoute: missing option -t/--topic (required) (see 'mqadmin topicRoute -h')"),
+    (["updateKvConfig", "-s", "ns", "-k", "k"], "updateKvConfig: missing option -v/--value (required)"),
+    (["deleteTopic", "-t", "t"], "deleteTopic: missing option -c/--clusterName (required)"),
+    (["wipeWritePerm", "-b", "x", "-z"], "wipeWritePerm: No such option: -z"),
+    (["topicList", "-o", "xml"], "topicList: -o/--output: 'xml' is not accepted; use one of table, json, yaml"),
+    (["updateOrderConf", "-t", "t", "-m", "post"], "-m/--method: 'post' is not accepted; use one of get, put, delete"),
+    (["topicList", "--timeout", "0", "-n", "127.0.0.1:1"], "topicList: --timeout: must be a positive number"),
+    (["topicList", "--timeout", "nan", "-n", "127.0.0.1:1"], "--timeout: must be a positive"),
+    (["topicList", "--timeout", "soon", "-n", "127.0.0.1:1"], "topicList: --timeout: 'soon' is not a number"),
+    (["snapshot", "--out", "x", "--timeout", "-1", "-n", "127.0.0.1:1"], "snapshot: --timeout: must be"),
+    (["diff-namesrv", "--watch", "nan", "-n", "127.0.0.1:1"], "diff-namesrv: --watch: must be a positive"),
+    (["topicRoute", "-t", "  ", "-n", "127.0.0.1:1"], "topicRoute: -t: must not be empty"),
+    (["clusterList", "-i", "-1"], "clusterList: -i/--interval: must be a positive number of seconds, got -1"),
+    (["clusterList", "-i", "0"], "clusterList: -i/--interval: must be a positive number of seconds, got 0"),
+    (["clusterList", "-i", "abc"], "clusterList: -i/--interval: 'abc' is not a number"),
+    (["analyze", "caps", "--out", "o", "--from", "tomorrow"], "analyze: --from: not a time: 'tomorrow'"),
+    (["noSuchCommand"], "No such command 'noSuchCommand' (see 'mqadmin -h')"),
 ])
 def test_usage_errors_exit_2(cli: Cli, args: list[str], message: str) -> None:
+    """One line on stderr (no box): which option, what was wrong, what is accepted."""
     run = cli(*args)
     assert run.code == 2 and run.out == ""
-    assert message in flat(run.err)
+    assert len(run.err_lines) == 1 and run.err.startswith("mqadmin: error: "), run.err
+    assert message in run.err and "Value error" not in run.err and "Input should" not in run.err
+
+
+@pytest.mark.parametrize("output", ["json", "yaml"])
+@pytest.mark.parametrize("args,status,error", [
+    (["topicList", "-n", "bad"], 1, "-n/--namesrvAddr: 'bad' is not host:port"),
+    (["topicList", "-n", "127.0.0.1:1"], 1, "127.0.0.1:1: GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206): connection refused"),
+    (["topicRoute", "-t", "x", "--timeout", "soon"], 2, "topicRoute: --timeout: 'soon' is not a number"),
+    (["diff-namesrv", "-n", "bad"], 1, "-n/--namesrvAddr: 'bad' is not host:port"),
+])
+def test_every_outcome_is_a_document_under_json_and_yaml(cli: Cli, output: str, args: list[str], status: int,
+                                                         error: str) -> None:
+    """``jq`` always reads something: bad -n, every server refused, a usage error. The
+    error is never null when the status is not ok; stderr keeps the human line."""
+    run = cli(*args, "-o", output)
+    doc = run.json() if output == "json" else run.yaml()
+    assert run.code == status and doc["exit_status"] == status
+    assert doc["status"] in ("error", "usage") and error in doc["error"]
+    assert f"mqadmin: error: {doc['error']}" in run.err_lines
+
+
+def test_help_short_option_and_plain_metavars(cli: Cli) -> None:
+    top = cli("-h")
+    assert top.code == 0 and "topicList" in top.out and "--install-completion" in top.out
+    assert "<bool>" not in top.out
+    for command in ("analyze", "topicRoute", "fixture", "namesrv"):
+        run = cli(command, "-h")
+        assert run.code == 0 and "No such option" not in run.err, command
+    analyze = cli("analyze", "-h")
+    assert "{captures}" not in analyze.out and "[OPTIONS] CAPTURES" in analyze.out
+    assert "<bool>" not in cli("topicRoute", "-h").out and "<bool>" not in analyze.out
+
+
+def test_help_is_not_cut_mid_phrase_at_80_columns() -> None:
+    """Paragraphs are reflowed: a pipe at 80 columns shows no line of one or two words
+    that the docstring's own line breaks left behind ("158" then "dashes")."""
+    env = {**__import__("os").environ, "COLUMNS": "80"}
+    proc = subprocess.run([sys.executable, "-m", "mqadmin", "topicRoute", "-h"], capture_output=True, text=True,
+                          timeout=60, env=env)
+    assert proc.returncode == 0
+    text = proc.stdout
+    assert "one line per broker, 158 dashes" in " ".join(text.split())
+    assert not any(line.strip() in ("158", "same", "(exit", "queue", "changes") for line in text.splitlines())
+    assert all(len(line) <= 80 for line in text.splitlines())
 
 
 def test_help_lists_the_commands_and_exit_codes(cli: Cli) -> None:

@@ -125,11 +125,21 @@ def test_topic_route_with_a_server_down(cli: Cli, addrs: list[str], brokers: Bro
 def test_topic_missing_everywhere(cli: Cli, addrs: list[str]) -> None:
     run = cli("topicRoute", "-t", "rt_nowhere", "-n", ns(addrs))
     assert run.code == 1
-    assert run.out == "3/3 name servers agree: not found\n"
+    assert run.out == ""  # said once, on stderr, not once per server
     assert run.err_lines == [
-        f"mqadmin: error: {a}: GET_ROUTEINFO_BY_TOPIC (105) for topic 'rt_nowhere': TOPIC_NOT_EXIST (17): "
-        "No topic route info in name server for the topic: rt_nowhere" for a in addrs
+        "mqadmin: error: GET_ROUTEINFO_BY_TOPIC (105) for topic 'rt_nowhere': TOPIC_NOT_EXIST (17): "
+        "No topic route info in name server for the topic: rt_nowhere (all 3 name servers)"
     ]
+    dead = unused_addr()
+    partial = cli("topicRoute", "-t", "rt_nowhere", "-n", ns([*addrs[:2], dead]))
+    assert (partial.code, partial.out) == (3, "")
+    assert partial.err_lines == [
+        "mqadmin: error: GET_ROUTEINFO_BY_TOPIC (105) for topic 'rt_nowhere': TOPIC_NOT_EXIST (17): "
+        "No topic route info in name server for the topic: rt_nowhere (2 of 3 name servers)",
+        f"mqadmin: error: {dead}: GET_ROUTEINFO_BY_TOPIC (105) for topic 'rt_nowhere': connection refused"]
+    single = cli("topicRoute", "-t", "rt_nowhere", "-n", addrs[0])
+    assert single.err_lines == [f"mqadmin: error: {addrs[0]}: GET_ROUTEINFO_BY_TOPIC (105) for topic 'rt_nowhere': "
+                                "TOPIC_NOT_EXIST (17): No topic route info in name server for the topic: rt_nowhere"]
 
 
 def test_timeout_is_reported_per_server(cli: Cli, addrs: list[str], fake_server: Callable[..., Any]) -> None:
@@ -150,7 +160,7 @@ def test_cluster_list_java_columns_and_broker_runtime(
     live = fake_broker()
     brokers(addrs, "cl-a", live.addr, {"cl_t": 1}, cluster="CL1")
     brokers(addrs, "cl-b", "127.0.0.1:1", {"cl_t": 1}, cluster="CL1")  # nothing listens there
-    run = cli("clusterList", "-c", "CL1", "-n", ns(addrs))
+    run = cli("clusterList", "-c", "CL1", "-n", ns(addrs), "-o", "table")
     assert run.code == 0
     assert row(run.out, "#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)",
                "#OutTPS(LOAD)", "#Timer(Progress)", "#PCWait(ms)", "#Hour", "#SPACE", "#ACTIVATED")
@@ -204,10 +214,10 @@ def test_cluster_list_disagreement_unknown_cluster_and_interval(cli: Cli, addrs:
            "2 different answers from 3 name servers" in run.err_lines
 
     unknown = cli("clusterList", "-c", "NO_SUCH", "-n", ns(addrs))
-    assert unknown.code == 1 and unknown.out == "3/3 name servers agree: not found\n"
-    assert unknown.err_lines[0] == f"mqadmin: error: {addrs[0]}: GET_BROKER_CLUSTER_INFO (106): no cluster 'NO_SUCH'"
+    assert unknown.code == 1 and unknown.out == ""
+    assert unknown.err_lines == ["mqadmin: error: GET_BROKER_CLUSTER_INFO (106): no cluster 'NO_SUCH' (all 3 name servers)"]
 
-    rounds = cli("clusterList", "-c", "CL2", "-n", addrs[1], "-i", "0", "--count", "2", "-o", "yaml")
+    rounds = cli("clusterList", "-c", "CL2", "-n", addrs[1], "-i", "0.01", "--count", "2", "-o", "yaml")
     assert rounds.code == 0
     docs = rounds.out.split("---\n")[1:]
     assert len(docs) == 2 and all("clusterAddrTable" in d for d in docs)
@@ -223,9 +233,10 @@ def pair(start_namesrv: Callable[..., NameServerProcess]) -> list[str]:
 
 def test_topic_list(cli: Cli, pair: list[str], brokers: Brokers) -> None:
     brokers(pair, "tl-a", "127.0.0.1:26911", {"tl_b": 1, "tl_a": 1}, cluster="TL1")
-    agree = cli("topicList", "-n", ns(pair))
+    agree = cli("topicList", "-n", ns(pair), "-o", "table")
     assert agree.code == 0
     assert agree.out.splitlines() == ["Topic", "─" * 5, "tl_a", "tl_b", "2/2 name servers agree"]
+    assert cli("topicList", "-n", ns(pair)).out == "tl_a\ntl_b\n"  # Java's layout by default
 
     brokers(pair[1:], "tl-b", "127.0.0.1:26921", {"tl_c": 1}, cluster="TL2")
     differ = cli("topicList", "-n", ns(pair))
@@ -238,7 +249,7 @@ def test_topic_list(cli: Cli, pair: list[str], brokers: Brokers) -> None:
     by_cluster = cli("topicList", "-c", "-n", pair[1], "-o", "json").json()
     assert by_cluster["steps"][0]["request"] == "GET_TOPICS_BY_CLUSTER"
     assert by_cluster["answer"] == {"topicsByCluster": {"TL1": ["tl_a", "tl_b"], "TL2": ["tl_c"]}}
-    table = cli("topicList", "-c", "-n", pair[1])
+    table = cli("topicList", "-c", "-n", pair[1], "-o", "table")
     assert row(table.out, "TL1", "tl_a") and row(table.out, "TL2", "tl_c")
 
 
@@ -246,7 +257,7 @@ def test_topic_list(cli: Cli, pair: list[str], brokers: Brokers) -> None:
 
 def test_get_kv_config(cli: Cli, addrs: list[str]) -> None:
     assert cli("updateKvConfig", "-s", "rd_ns", "-k", "k1", "-v", "v1", "-n", ns(addrs)).code == 0
-    one = cli("getKvConfig", "-s", "rd_ns", "-k", "k1", "-n", ns(addrs))
+    one = cli("getKvConfig", "-s", "rd_ns", "-k", "k1", "-n", ns(addrs), "-o", "table")
     assert one.code == 0 and row(one.out, "rd_ns", "k1", "v1") and "3/3 name servers agree" in one.out
     assert cli("getKvConfig", "-s", "rd_ns", "-k", "k1", "-n", ns(addrs), "-o", "json").json()["answer"] == {"value": "v1"}
 
@@ -263,15 +274,25 @@ def test_get_kv_config(cli: Cli, addrs: list[str]) -> None:
 
 
 def test_get_namesrv_config(cli: Cli, addrs: list[str], trio: list[NameServerProcess]) -> None:
-    single = cli("getNamesrvConfig", "-n", addrs[0])
+    single = cli("getNamesrvConfig", "-n", addrs[0], "-o", "table")
     assert single.code == 0 and row(single.out, "kvConfigPath", str(trio[0].kv_file))
     assert row(single.out, "orderMessageEnable", "false") and single.out.endswith("1/1 name servers agree\n")
-    # Servers on one host differ in their file paths: exit 4, those keys shown per server.
+    # Servers on one host differ in their file paths only: they agree (as diff-namesrv --config
+    # says), and Java's layout shows each server's block with its own paths.
     run = cli("getNamesrvConfig", "-n", ns(addrs))
-    assert run.code == 4
-    for letter, server in zip("ABC", trio):
-        assert row(run.out, letter, "kvConfigPath", str(server.kv_file))
-        assert row(run.out, letter, "configStorePath", str(server.config_file))
-    assert row(run.out, "all", "orderMessageEnable", "false")
+    assert (run.code, run.err) == (0, "")
+    blocks = run.out.split("============")
+    assert [blocks[i] for i in range(1, len(blocks), 2)] == addrs
+    for server, block in zip(trio, [blocks[i] for i in range(2, len(blocks), 2)]):
+        assert "%-50s=  %s\n" % ("kvConfigPath", server.kv_file) in block
+        assert "%-50s=  %s\n" % ("listenPort", server.port) in block  # the port it listens on
+        assert "%-50s=  %s\n" % ("orderMessageEnable", "false") in block
+    assert cli("updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true", "-n", addrs[2]).code == 0
+    try:
+        differ = cli("getNamesrvConfig", "-n", ns(addrs))
+        assert differ.code == 4 and row(differ.out, "B", "orderMessageEnable", "true")
+        assert row(differ.out, "A", "orderMessageEnable", "false")
+    finally:
+        cli("updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "false", "-n", addrs[2])
     doc = cli("getNamesrvConfig", "-n", ns(addrs), "-o", "json").json()
     assert [s["answer"]["kvConfigPath"] for s in doc["steps"][0]["servers"]] == [str(n.kv_file) for n in trio]

@@ -52,7 +52,7 @@ def split() -> Iterator[FixtureProcess]:
     try:
         proc.wait_ready()
         yield proc
-        assert proc.interrupt() == 0
+        assert proc.interrupt() == 130
         assert proc.lines[-1] == "stopped: 2 brokers unregistered, 2 name servers stopped"
     finally:
         proc.kill()
@@ -131,7 +131,7 @@ def test_rolling_restart(running: list[FixtureProcess]) -> None:
     assert all(at(b) <= at(restart) + 30 + 3 for b in back)
     assert listed(ns2) == everyone
     assert kv_namespace(ns2, ORDER_TOPIC_CONFIG) == {"orders": "broker-a:8;broker-b:8"}
-    assert proc.interrupt() == 0
+    assert proc.interrupt() == 130
     assert proc.lines[-1] == "stopped: 3 brokers unregistered, 2 name servers stopped"
 
 
@@ -157,7 +157,7 @@ def test_wipe_perm_half_applied(running: list[FixtureProcess]) -> None:
     assert wait_for(lambda: all(perms(a, "refunds") == {"broker-a": 6} for a in servers), timeout=3)
     for topic in ("orders", "payments"):
         assert perms(servers[0], topic) == wiped and perms(servers[1], topic) == wiped
-    assert proc.interrupt() == 0
+    assert proc.interrupt() == 130
 
 
 EXPIRY_FIXTURE = """\
@@ -223,7 +223,7 @@ def test_partition_expiry_heal_crash_restart(running: list[FixtureProcess], tmp_
     # Refilled by broker-a's next registration (which may beat the runner's next look).
     assert wait_for(lambda: set(listed(ns2)) == {"broker-a"}, timeout=5)
     assert set(listed(ns1)) == {"broker-a"}
-    assert proc.interrupt() == 0
+    assert proc.interrupt() == 130
     assert proc.lines[-1] == "stopped: 1 broker unregistered, 2 name servers stopped"
 
 
@@ -248,5 +248,5 @@ def test_large_fleet_smoke(running: list[FixtureProcess]) -> None:
         with RawClient(addr, timeout=5) as client:
             topics = TopicList.decode(client.call(request(R.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)).body).topics
         assert sum(1 for t in topics if t.startswith("app_")) == 10_000
-    assert proc.interrupt(30) == 0
+    assert proc.interrupt(30) == 130
     assert proc.lines[-1] == "stopped: 32 brokers unregistered, 3 name servers stopped"
