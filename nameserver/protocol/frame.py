@@ -7,7 +7,9 @@
 from __future__ import annotations
 
 import struct
-from typing import Final
+from typing import Any, Final
+
+import orjson
 
 from .codes import SerializeType
 from .command import RemotingCommand
@@ -70,6 +72,49 @@ def decode_payload(payload: bytes) -> RemotingCommand:
     )
 
 
+def _plain_int(value: Any) -> bool:
+    return type(value) is int and -0x80000000 <= value <= 0x7FFFFFFF
+
+
+def decode_reply(payload: bytes) -> RemotingCommand:
+    """``decode_payload(payload)``, about three times faster for the headers answers carry.
+
+    Clients read thousands of answers a second (the route pump, the bench); nearly all
+    have a standard JSON header with int fields and string ext values. For those the
+    header is read with one ``orjson.loads`` and no per-field conversion; anything else
+    (ROCKETMQ headers, fastjson's dialect, numbers as strings, odd types) goes through
+    ``decode_payload``, so the result is always the one ``decode_payload`` gives
+    (``tests/protocol/test_decode_reply.py`` holds the two equal over every golden
+    capture). Raises RemoteProtocolError like ``decode_payload``.
+    """
+    cmd = decode_plain_json(payload)
+    return decode_payload(payload) if cmd is None else cmd
+
+
+def decode_plain_json(payload: bytes) -> RemotingCommand | None:
+    """The fast path of ``decode_reply``: None unless the header is standard JSON whose
+    fields need no conversion (ints in Java's int range, strings, string ext values)."""
+    size = len(payload)
+    if size < 4 or payload[0] != SerializeType.JSON:
+        return None
+    header_end = 4 + (_U32.unpack_from(payload, 0)[0] & 0xFFFFFF)
+    if header_end > size:
+        return None
+    try:
+        head = orjson.loads(payload[4:header_end])
+    except orjson.JSONDecodeError:
+        return None
+    if type(head) is not dict:
+        return None
+    code, opaque, flag, version = head.get("code", 0), head.get("opaque", 0), head.get("flag", 0), head.get("version", 0)
+    language, remark, ext = head.get("language", "JAVA"), head.get("remark"), head.get("extFields")
+    if (_plain_int(code) and _plain_int(opaque) and _plain_int(flag) and _plain_int(version)
+            and type(language) is str and (remark is None or type(remark) is str)
+            and (ext is None or (type(ext) is dict and all(type(v) is str for v in ext.values())))):
+        return RemotingCommand(code, language, version, opaque, flag, remark, ext, bytes(payload[header_end:]))
+    return None
+
+
 def decode(frame: bytes) -> RemotingCommand:
     """Decode exactly one whole frame (length prefix included); for tests and captures."""
     dec = FrameDecoder(max_frame=max(DEFAULT_MAX_FRAME, len(frame)))
@@ -111,6 +156,15 @@ class FrameDecoder:
         self._buf += data
 
     def next_frame(self) -> RemotingCommand | _NeedData:
+        payload = self.next_payload()
+        return decode_payload(payload) if isinstance(payload, bytes) else NEED_DATA
+
+    def next_payload(self) -> bytes | _NeedData:
+        """The next whole frame without its length field, undecoded, or NEED_DATA.
+
+        For callers that decode with ``decode_reply``; the bounds are the same as
+        ``next_frame``'s and are checked before anything past the length is kept.
+        """
         buf = self._buf
         if len(buf) < 4:
             return NEED_DATA
@@ -129,4 +183,4 @@ class FrameDecoder:
             return NEED_DATA
         payload = bytes(memoryview(buf)[4:end])
         del buf[:end]
-        return decode_payload(payload)
+        return payload
