@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import struct
-from typing import Any, Final
+from typing import Final
 
 import orjson
 
@@ -72,8 +72,8 @@ def decode_payload(payload: bytes) -> RemotingCommand:
     )
 
 
-def _plain_int(value: Any) -> bool:
-    return type(value) is int and -0x80000000 <= value <= 0x7FFFFFFF
+_JSON = int(SerializeType.JSON)
+_INT_MIN, _INT_MAX = -0x80000000, 0x7FFFFFFF
 
 
 def decode_reply(payload: bytes) -> RemotingCommand:
@@ -95,7 +95,7 @@ def decode_plain_json(payload: bytes) -> RemotingCommand | None:
     """The fast path of ``decode_reply``: None unless the header is standard JSON whose
     fields need no conversion (ints in Java's int range, strings, string ext values)."""
     size = len(payload)
-    if size < 4 or payload[0] != SerializeType.JSON:
+    if size < 4 or payload[0] != _JSON:
         return None
     header_end = 4 + (_U32.unpack_from(payload, 0)[0] & 0xFFFFFF)
     if header_end > size:
@@ -106,9 +106,14 @@ def decode_plain_json(payload: bytes) -> RemotingCommand | None:
         return None
     if type(head) is not dict:
         return None
-    code, opaque, flag, version = head.get("code", 0), head.get("opaque", 0), head.get("flag", 0), head.get("version", 0)
-    language, remark, ext = head.get("language", "JAVA"), head.get("remark"), head.get("extFields")
-    if (_plain_int(code) and _plain_int(opaque) and _plain_int(flag) and _plain_int(version)
+    get = head.get
+    code, opaque, flag, version = get("code", 0), get("opaque", 0), get("flag", 0), get("version", 0)
+    language, remark, ext = get("language", "JAVA"), get("remark"), get("extFields")
+    # ``type(x) is int`` refuses bools; the range is Java's int, as ``_as_int`` checks.
+    # Spelled out rather than looped: this runs once per answer a client reads.
+    if (type(code) is int and type(opaque) is int and type(flag) is int and type(version) is int
+            and _INT_MIN <= code <= _INT_MAX and _INT_MIN <= opaque <= _INT_MAX
+            and _INT_MIN <= flag <= _INT_MAX and _INT_MIN <= version <= _INT_MAX
             and type(language) is str and (remark is None or type(remark) is str)
             and (ext is None or (type(ext) is dict and all(type(v) is str for v in ext.values())))):
         return RemotingCommand(code, language, version, opaque, flag, remark, ext, bytes(payload[header_end:]))
@@ -160,27 +165,47 @@ class FrameDecoder:
         return decode_payload(payload) if isinstance(payload, bytes) else NEED_DATA
 
     def next_payload(self) -> bytes | _NeedData:
-        """The next whole frame without its length field, undecoded, or NEED_DATA.
-
-        For callers that decode with ``decode_reply``; the bounds are the same as
-        ``next_frame``'s and are checked before anything past the length is kept.
-        """
+        """The next whole frame without its length field, undecoded, or NEED_DATA."""
         buf = self._buf
-        if len(buf) < 4:
+        end = self._frame_end(buf, 0)
+        if not end:
             return NEED_DATA
-        (length,) = _U32.unpack_from(buf, 0)
+        payload = bytes(memoryview(buf)[4:end])
+        del buf[:end]
+        return payload
+
+    def payloads(self) -> list[bytes]:
+        """Every whole frame buffered, in order, without length fields, undecoded.
+
+        For clients that read answers by the thousand (``nameserver.remoting``): one call
+        and one buffer trim per chunk instead of per frame. A frame out of bounds raises
+        RemoteProtocolError, after the frames before it have been returned.
+        """
+        buf, out, pos = self._buf, [], 0
+        with memoryview(buf) as view:
+            try:
+                while end := self._frame_end(buf, pos):
+                    out.append(bytes(view[pos + 4:end]))
+                    pos = end
+            except RemoteProtocolError:
+                if not out:
+                    raise
+        del buf[:pos]
+        return out
+
+    def _frame_end(self, buf: bytearray, pos: int) -> int:
+        """Where the frame starting at ``pos`` ends, 0 while it is incomplete. Raises
+        RemoteProtocolError as soon as its length (or header length) is out of bounds."""
+        avail = len(buf) - pos
+        if avail < 4:
+            return 0
+        (length,) = _U32.unpack_from(buf, pos)
         # The limit includes the length field itself (Java's LengthFieldBasedFrameDecoder).
         if length + 4 > self._max_frame:
             raise RemoteProtocolError(f"frame length {length} exceeds the limit of {self._max_frame} bytes")
         if length < 4:
             raise RemoteProtocolError(f"frame length {length} is shorter than the header-length word")
-        if len(buf) >= 8 and (buf[5] << 16 | buf[6] << 8 | buf[7]) > self._max_header:
-            raise RemoteProtocolError(
-                f"header length {buf[5] << 16 | buf[6] << 8 | buf[7]} exceeds the limit of {self._max_header} bytes"
-            )
-        end = 4 + length
-        if len(buf) < end:
-            return NEED_DATA
-        payload = bytes(memoryview(buf)[4:end])
-        del buf[:end]
-        return payload
+        if avail >= 8 and (header := buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]) > self._max_header:
+            raise RemoteProtocolError(f"header length {header} exceeds the limit of {self._max_header} bytes")
+        end = pos + 4 + length
+        return end if length <= avail - 4 else 0
