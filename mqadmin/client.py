@@ -68,9 +68,11 @@ class Connection(RemotingConnection):
         Raises Unreachable (``refused``, ``timeout``, ``unreachable``).
         """
         try:
-            return await super().connect(addr, timeout, timeout=timeout, **kw)
+            conn = await super().connect(addr, timeout, **kw)
         except RemotingError as exc:
             raise failure(exc, None) from None
+        conn.timeout = timeout
+        return conn
 
     async def __aenter__(self) -> Self:
         return self

@@ -85,7 +85,7 @@ class RemotingConnection(asyncio.Protocol):
         """Done once the transport is gone (peer closed, we closed, or it broke)."""
 
     @classmethod
-    async def connect(cls, addr: str, timeout: float, /, **kw: Any) -> Self:
+    async def connect(cls, addr: str, timeout: float, **kw: Any) -> Self:
         """Open a connection within ``timeout`` s; ``kw`` go to the constructor.
 
         Raises RemotingError: ``refused``, ``timeout`` or ``unreachable``.

@@ -100,7 +100,7 @@ class Connection(asyncio.Protocol):
                 continuing = False
                 job = self.server.processor.decode_off_loop(cmd)  # type: ignore[arg-type]
                 if job is not None:
-                    deferred = (cmd, job)
+                    deferred = (cmd, job)  # type: ignore[assignment]  # cmd is a command past NEED_DATA
                     break
                 answer = self._answer(cmd)  # type: ignore[arg-type]
                 if answer is not None:
@@ -133,7 +133,7 @@ class Connection(asyncio.Protocol):
         self.deferred = False
         if self.closing:
             return  # the connection went meanwhile; as if the request had not arrived
-        answer = self._answer(cmd, done.result())  # type: ignore[arg-type]
+        answer = self._answer(cmd, done.result())
         if answer is not None and self.transport is not None:
             self.transport.write(answer)
         self._serve(self.decoder.in_frame)
