@@ -101,7 +101,7 @@ class RoutePump:
         conn.lost.add_done_callback(self._connection_lost)
 
     @classmethod
-    async def open(cls, addr: str, *, timeout: float, **kw: Any) -> "RoutePump":
+    async def open(cls, addr: str, *, timeout: float, **kw: Any) -> RoutePump:
         """Connect; raises Unreachable like ``Connection.connect``."""
         try:
             conn = await RemotingConnection.connect(addr, timeout)

@@ -98,7 +98,7 @@ class TopicsDiff:
     changed: Mapping[str, QueueShape]
 
     @classmethod
-    def of(cls, topics: Mapping[str, QueueShape], base: array | None) -> "TopicsDiff":
+    def of(cls, topics: Mapping[str, QueueShape], base: array | None) -> TopicsDiff:
         items = list(topics.items())
         hashes = array("q", map(hash, items))
         if base is None:

@@ -27,7 +27,7 @@ WRITE_BATCH = 256 * 1024
 class Connection(asyncio.Protocol):
     """Also the opaque token the registry stores for brokers registered on it."""
 
-    def __init__(self, server: "NameServer") -> None:
+    def __init__(self, server: NameServer) -> None:
         self.server = server
         self.decoder = FrameDecoder(max_frame=server.max_frame, max_header=server.max_header)
         self.transport: asyncio.Transport | None = None
@@ -129,7 +129,7 @@ class Connection(asyncio.Protocol):
         future = asyncio.get_running_loop().run_in_executor(None, job)
         future.add_done_callback(lambda done: self._decoded(cmd, done))
 
-    def _decoded(self, cmd: RemotingCommand, done: "asyncio.Future[RegisterParts | Exception]") -> None:
+    def _decoded(self, cmd: RemotingCommand, done: asyncio.Future[RegisterParts | Exception]) -> None:
         self.deferred = False
         if self.closing:
             return  # the connection went meanwhile; as if the request had not arrived
