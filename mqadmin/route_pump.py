@@ -25,7 +25,6 @@ import re
 import struct
 from collections import Counter, deque
 from dataclasses import replace
-from functools import partial
 from typing import Any, Callable, Iterable
 
 from nameserver.protocol.bodies import TopicRouteData
@@ -88,7 +87,7 @@ class RoutePump:
         self._conn = conn
         self._queue: deque[str] = deque()
         self._seen: set[str] = set()
-        self._inflight = 0
+        self._inflight: dict[int, str] = {}  # opaque -> topic, in the order sent
         self._failed: Counter[str] = Counter()
         self._example: dict[str, str] = {}  # failure reason -> first topic that met it
         self._done = self._reported = 0
@@ -158,18 +157,25 @@ class RoutePump:
         error = self._conn.error
         self._abandon(failure(error, _ROUTE).reason if isinstance(error, RemotingError) else str(error))
 
-    def _answer(self, topic: str, reply: RemotingCommand | Exception) -> None:
-        """The waiter of one request: its answer, or the error the connection closed with."""
-        self._inflight -= 1
-        self._done += 1
-        if isinstance(reply, Exception):
-            reason = failure(reply, _ROUTE).reason if isinstance(reply, RemotingError) else str(reply)
-            self._fail(topic, reason)
-            if self._lost is None:
-                self._lost = reason
-        else:
+    def _answer(self, reply: RemotingCommand | Exception) -> None:
+        """The waiter of every request (one bound method, not a closure per request): an
+        answer, or the error the connection closed with, which fails every request in flight."""
+        if type(reply) is RemotingCommand:
+            topic = self._inflight.pop(reply.opaque, None)
+            if topic is None:
+                return
+            self._done += 1
             self._last_answer = self._loop.time()
             self._route(topic, reply)
+        elif isinstance(reply, Exception):
+            reason = failure(reply, _ROUTE).reason if isinstance(reply, RemotingError) else str(reply)
+            lost = list(self._inflight.values())
+            self._inflight.clear()
+            for topic in lost:
+                self._fail(topic, reason)
+            self._done += len(lost)
+            if self._lost is None:
+                self._lost = reason
         self._report()
         if not self._refill_due:  # once per incoming chunk: its answers' successors go in one write
             self._refill_due = True
@@ -204,12 +210,12 @@ class RoutePump:
         if self._lost is not None or conn.closed:
             return
         frames = []
-        queue, answer = self._queue, self._answer
-        while queue and self._inflight < self.concurrency:
+        queue, inflight, answer = self._queue, self._inflight, self._answer
+        while queue and len(inflight) < self.concurrency:
             topic = queue.popleft()
             opaque = next_opaque()
-            conn.expect(opaque, partial(answer, topic))
-            self._inflight += 1
+            conn.expect(opaque, answer)
+            inflight[opaque] = topic
             frames.append(route_request_frame(topic, opaque))
         if frames:
             conn.write(b"".join(frames))
