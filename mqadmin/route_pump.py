@@ -93,11 +93,11 @@ class RoutePump:
         self._done = self._reported = 0
         self._more = True  # topics may still be added
         self._lost: str | None = None  # why the connection is unusable
-        self._refill_due = False
         self._loop = asyncio.get_running_loop()
         self._last_answer = self._loop.time()
         self._finished = self._loop.create_future()
         conn.lost.add_done_callback(self._connection_lost)
+        conn.after_read = self._refill
 
     @classmethod
     async def open(cls, addr: str, *, timeout: float, **kw: Any) -> RoutePump:
@@ -177,9 +177,6 @@ class RoutePump:
             if self._lost is None:
                 self._lost = reason
         self._report()
-        if not self._refill_due:  # once per incoming chunk: its answers' successors go in one write
-            self._refill_due = True
-            self._loop.call_soon(self._refill)
 
     def _route(self, topic: str, reply: RemotingCommand) -> None:
         code = reply.code
@@ -199,7 +196,7 @@ class RoutePump:
             self._fail(topic, NameServerError.for_code(code, addr=self.addr, request=_ROUTE, remark=reply.remark).reason)
 
     def _refill(self) -> None:
-        self._refill_due = False
+        """After each read: the answers' successors go out in one write."""
         if self._lost is not None:
             self._abandon(self._lost)
         self._fill()

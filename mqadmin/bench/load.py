@@ -77,10 +77,8 @@ async def drive_routes(addr: str, topics: Sequence[str], *, conns: int, inflight
             latencies.append(time.perf_counter() - sent)
             answered += 1
             got += 1
-            if got == 1:  # the answers of one chunk free their successors in one write
-                loop.call_soon(refill)
 
-        def refill() -> None:
+        def refill() -> None:  # after each read: the answers' successors in one write
             nonlocal got
             if answered >= per_conn:
                 if not finished.done():
@@ -89,6 +87,7 @@ async def drive_routes(addr: str, topics: Sequence[str], *, conns: int, inflight
             n, got = got, 0
             send(n)
 
+        conn.after_read = refill
         send(inflight)
         try:
             await finished

@@ -83,6 +83,10 @@ class RemotingConnection(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()
         self.lost: asyncio.Future[None] = self._loop.create_future()
         """Done once the transport is gone (peer closed, we closed, or it broke)."""
+        self.after_read: Callable[[], None] | None = None
+        """Called once the frames of one read are dispatched: where a pipelining caller
+        writes the requests their answers made room for, in one write, before the loop
+        turns (a later callback would leave the server idle meanwhile)."""
 
     @classmethod
     async def connect(cls, addr: str, timeout: float, **kw: Any) -> Self:
@@ -189,6 +193,9 @@ class RemotingConnection(asyncio.Protocol):
         except ProtocolError as exc:
             log.debug("%s: undecodable frame: %s", self.addr, exc)
             self.shutdown(RemotingError(self.addr, "protocol", str(exc)), abort=True)
+            return
+        if self.after_read is not None:
+            self.after_read()
 
     def command_received(self, cmd: RemotingCommand) -> None:
         """A request to the handler, an answer nobody waits for to ``unmatched_answer``
