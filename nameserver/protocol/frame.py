@@ -73,7 +73,7 @@ def decode_payload(payload: bytes) -> RemotingCommand:
 
 
 _JSON = int(SerializeType.JSON)
-_INT_MIN, _INT_MAX = -0x80000000, 0x7FFFFFFF
+_INT_MAX = 0x7FFFFFFF
 
 
 def decode_reply(payload: bytes) -> RemotingCommand:
@@ -109,11 +109,11 @@ def decode_plain_json(payload: bytes) -> RemotingCommand | None:
     get = head.get
     code, opaque, flag, version = get("code", 0), get("opaque", 0), get("flag", 0), get("version", 0)
     language, remark, ext = get("language", "JAVA"), get("remark"), get("extFields")
-    # ``type(x) is int`` refuses bools; the range is Java's int, as ``_as_int`` checks.
-    # Spelled out rather than looped: this runs once per answer a client reads.
+    # ``type(x) is int`` refuses bools. The range is Java's int, as ``_as_int`` checks, in
+    # one comparison: the OR of non-negative ints within it stays within it, and a negative
+    # one (legal, but no Java peer sends it) makes the OR negative: the codec's path then.
     if (type(code) is int and type(opaque) is int and type(flag) is int and type(version) is int
-            and _INT_MIN <= code <= _INT_MAX and _INT_MIN <= opaque <= _INT_MAX
-            and _INT_MIN <= flag <= _INT_MAX and _INT_MIN <= version <= _INT_MAX
+            and 0 <= (code | opaque | flag | version) <= _INT_MAX
             and type(language) is str and (remark is None or type(remark) is str)
             and (ext is None or (type(ext) is dict and all(type(v) is str for v in ext.values())))):
         return RemotingCommand(code, language, version, opaque, flag, remark, ext, bytes(payload[header_end:]))
@@ -181,12 +181,23 @@ class FrameDecoder:
         and one buffer trim per chunk instead of per frame. A frame out of bounds raises
         RemoteProtocolError, after the frames before it have been returned.
         """
-        buf, out, pos = self._buf, [], 0
+        buf, out, pos, size = self._buf, [], 0, len(self._buf)
+        max_frame, max_header = self._max_frame, self._max_header
         with memoryview(buf) as view:
             try:
-                while end := self._frame_end(buf, pos):
+                # The bounds of ``_frame_end``, spelled out for the common case (a whole
+                # frame within bounds): a call per frame costs as much as the cut itself.
+                while size - pos >= 8:
+                    (length,) = _U32.unpack_from(buf, pos)
+                    end = pos + 4 + length
+                    if (end > size or length + 4 > max_frame or length < 4
+                            or (buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]) > max_header):
+                        self._frame_end(buf, pos)  # raises, or says the frame is incomplete
+                        break
                     out.append(bytes(view[pos + 4:end]))
                     pos = end
+                else:
+                    self._frame_end(buf, pos)  # fewer than 8 bytes left: a bad length still raises
             except RemoteProtocolError:
                 if not out:
                     raise

@@ -60,7 +60,8 @@ def _payload(header: bytes, body: bytes = b"{}", stype: int = 0) -> bytes:
     b'{"code":0,"flag":1,"opaque":null,"remark":7}',      # null and a non-string remark
     b'{"code":0,"flag":1,"extFields":{"n":3,"b":true}}',  # ext values Java would stringify
     b'{"code":0,"flag":1,"language":1}',                  # a language by its number
-], ids=["string-number", "bare-keys", "null-and-odd-remark", "ext-numbers", "language-number"])
+    b'{"code":-1,"flag":1,"opaque":5}',                   # a negative int: legal, rare
+], ids=["string-number", "bare-keys", "null-and-odd-remark", "ext-numbers", "language-number", "negative-int"])
 def test_headers_the_fast_path_leaves_to_the_codec(header: bytes) -> None:
     payload = _payload(header)
     assert decode_plain_json(payload) is None
