@@ -1,10 +1,9 @@
-"""Async remoting client for name servers and brokers, in the manner of aiokafka's conn.py.
+"""Typed admin requests of name servers and brokers, over the shared connection core.
 
-One ``Connection`` = one TCP stream, one reader task and a table ``opaque -> Future``.
-Requests may be pipelined: any number of ``call()``s run concurrently on one
-connection and answers are matched by ``opaque``, in whatever order they come.
-``close()`` fails every pending future with the reason. The codec is the name
-server's own (``nameserver.protocol``); nothing here looks inside a frame.
+``Connection`` is ``nameserver.remoting.RemotingConnection`` (one reader, answers matched
+by ``opaque``, pipelining, ``close()`` failing every pending call) with this side's
+error types: ``failure()`` is the one place a ``RemotingError`` becomes an ``Unreachable``
+or ``BadResponse`` naming the server and the request.
 
 Requests are built the way the Java 4.9.8 client builds them (version 409, language
 JAVA, JSON header, ext keys in Java ``HashMap`` order), so the frames are
@@ -14,19 +13,17 @@ that against the golden captures.
 
 from __future__ import annotations
 
-import asyncio
-import errno
 import logging
-from typing import Mapping, TypeVar
+from typing import Any, Mapping, Self
 
-from nameserver.protocol.bodies import ClusterInfo, TopicRouteData, TopicList, decode_kv_table
+from nameserver.protocol.bodies import ClusterInfo, TopicList, TopicRouteData, decode_kv_table
 from nameserver.protocol.codes import RequestCode, ResponseCode
 from nameserver.protocol.command import RemotingCommand, request
 from nameserver.protocol.errors import ProtocolError
-from nameserver.protocol.frame import NEED_DATA, FrameDecoder, encode
 from nameserver.protocol.javahash import hashmap_order
 from nameserver.registry.config import ConfigError as PropertiesError
 from nameserver.registry.config import parse_properties
+from nameserver.remoting import RemotingConnection, RemotingError, split_host_port
 
 from .errors import BadResponse, NameServerError, ServerFailure, Unreachable
 
@@ -34,9 +31,9 @@ log = logging.getLogger("mqadmin.client")
 
 #: seconds; what ``--timeout`` defaults to (Java: 3 s connect + 5 s per request)
 DEFAULT_TIMEOUT = 3.0
-_READ_CHUNK = 65536
 
-C = TypeVar("C", bound="Connection")
+__all__ = ["BrokerConnection", "Connection", "DEFAULT_TIMEOUT", "NamesrvConnection", "build_request", "failure",
+           "split_host_port"]
 
 
 def build_request(code: int, ext: Mapping[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
@@ -49,130 +46,54 @@ def build_request(code: int, ext: Mapping[str, str] | None = None, body: bytes =
     return request(code, ordered, body)
 
 
-def split_host_port(addr: str) -> tuple[str, int]:
-    host, _, port = addr.rpartition(":")
-    return host.strip("[]"), int(port)
+def failure(exc: RemotingError, request: int | None, detail: str = "") -> ServerFailure:
+    """The admin side's error for a connection failure: BadResponse for bytes that are no
+    frame, Unreachable (same ``kind``) for everything else."""
+    if exc.kind == "protocol":
+        return BadResponse(exc.addr, request, exc.reason, detail)
+    return Unreachable(exc.addr, request, exc.kind, exc.reason, detail)
 
 
-class Connection:
+class Connection(RemotingConnection):
     """One connection to a RocketMQ remoting server (name server or broker)."""
 
-    def __init__(
-        self, addr: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, timeout: float
-    ) -> None:
-        self.addr = addr
+    def __init__(self, addr: str = "", timeout: float = DEFAULT_TIMEOUT, **kw: Any) -> None:
+        super().__init__(addr, **kw)
         self.timeout = timeout
-        self._reader = reader
-        self._writer = writer
-        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
-        self._closed: ServerFailure | None = None
-        self._reader_task = asyncio.get_running_loop().create_task(self._read_loop())
 
     @classmethod
-    async def connect(cls: type[C], addr: str, timeout: float = DEFAULT_TIMEOUT) -> C:
+    async def connect(cls, addr: str, timeout: float = DEFAULT_TIMEOUT, **kw: Any) -> Self:
         """Open a connection; ``timeout`` bounds the connect and is each call's default.
 
         Raises Unreachable (``refused``, ``timeout``, ``unreachable``).
         """
         try:
-            host, port = split_host_port(addr)
-        except ValueError:
-            raise Unreachable(addr, None, "unreachable", "not a host:port address") from None
-        try:
-            async with asyncio.timeout(timeout):
-                reader, writer = await asyncio.open_connection(host, port)
-        except TimeoutError:
-            raise Unreachable(addr, None, "timeout", f"connect timed out after {timeout:g} s") from None
-        except ConnectionRefusedError:
-            raise Unreachable(addr, None, "refused", "connection refused") from None
-        except OSError as exc:
-            kind = "refused" if exc.errno == errno.ECONNREFUSED else "unreachable"
-            raise Unreachable(addr, None, kind, exc.strerror or str(exc) or type(exc).__name__) from None
-        return cls(addr, reader, writer, timeout)
+            conn = await super().connect(addr, timeout, **kw)
+        except RemotingError as exc:
+            raise failure(exc, None) from None
+        conn.timeout = timeout
+        return conn
 
-    async def __aenter__(self: C) -> C:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    @property
-    def closed(self) -> bool:
-        return self._closed is not None
-
     async def call(self, cmd: RemotingCommand, timeout: float | None = None, *, detail: str = "") -> RemotingCommand:
         """Send one request and wait for the response with the same ``opaque``.
 
         Returns the response whatever its code. Raises Unreachable when the connection is
-        or gets closed, or no answer comes within ``timeout`` (default: the connection's).
+        or gets closed, or no answer comes within ``timeout`` (default: the connection's);
+        BadResponse when the server sends bytes that are no frame.
         ``detail`` (e.g. ``for topic 'orders'``) goes into error messages.
         """
-        if self._closed is not None:
-            raise self._closed.with_request(cmd.code, detail)
-        timeout = self.timeout if timeout is None else timeout
-        future: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
-        self._pending[cmd.opaque] = future
         try:
-            self._writer.write(encode(cmd))
-            # Not ``wait_for``: on 3.11 it returns the answer when a cancellation arrives
-            # with it (gh-86296), and a lost Ctrl-C leaves the CLI running.
-            async with asyncio.timeout(timeout):
-                return await future
-        except TimeoutError:
-            raise Unreachable(self.addr, cmd.code, "timeout", f"no answer within {timeout:g} s", detail) from None
-        except ServerFailure as exc:
+            return await super().call(cmd, self.timeout if timeout is None else timeout)
+        except RemotingError as exc:
+            raise failure(exc, cmd.code, detail) from None
+        except ServerFailure as exc:  # what ``close(reason)`` was given
             raise exc.with_request(cmd.code, detail) from None
-        finally:
-            # A late answer finds no future and is dropped, as Java drops it.
-            self._pending.pop(cmd.opaque, None)
-
-    async def _read_loop(self) -> None:
-        decoder = FrameDecoder()
-        reason: ServerFailure = Unreachable(self.addr, None, "closed", "connection closed by the server")
-        try:
-            while True:
-                data = await self._reader.read(_READ_CHUNK)
-                if not data:
-                    break
-                decoder.feed(data)
-                while (cmd := decoder.next_frame()) is not NEED_DATA:
-                    assert isinstance(cmd, RemotingCommand)
-                    future = self._pending.get(cmd.opaque) if cmd.is_response else None
-                    if future is None:
-                        log.debug("%s: dropping frame code=%s opaque=%s", self.addr, cmd.code, cmd.opaque)
-                    elif not future.done():
-                        future.set_result(cmd)
-        except ProtocolError as exc:
-            reason = BadResponse(self.addr, None, str(exc))
-        except OSError as exc:
-            reason = Unreachable(self.addr, None, "closed", exc.strerror or str(exc))
-        except asyncio.CancelledError:
-            return
-        self._shutdown(reason)
-
-    def _shutdown(self, reason: ServerFailure) -> None:
-        if self._closed is None:
-            self._closed = reason
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(reason)
-        self._pending.clear()
-        self._writer.close()
-
-    async def close(self, reason: ServerFailure | None = None) -> None:
-        """Close the stream; pending calls fail with ``reason`` (default: closed by us).
-
-        The FIN is on its way before the first ``await``; the waits only let the reader
-        task and the transport finish. A cancellation of the caller while waiting is not
-        swallowed: it is most likely the Ctrl-C that made us close.
-        """
-        self._shutdown(reason or Unreachable(self.addr, None, "closed", "connection closed by the client"))
-        self._reader_task.cancel()
-        await asyncio.wait([self._reader_task])
-        try:
-            await self._writer.wait_closed()
-        except OSError:
-            pass
 
     # ------------------------------------------------------------- helpers ----
 

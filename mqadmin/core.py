@@ -95,7 +95,7 @@ class Environment:
     stderr: TextIO
 
     @classmethod
-    def current(cls) -> "Environment":
+    def current(cls) -> Environment:
         return cls(sys.stdout, sys.stderr)
 
 

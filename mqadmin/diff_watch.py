@@ -67,7 +67,7 @@ def exit_status(views: Sequence[ServerView], report: DiffReport,
 
 
 def iso(wall: float) -> str:
-    return dt.datetime.fromtimestamp(wall, dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return dt.datetime.fromtimestamp(wall, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ class ServerFailure(MqadminError):
     def __str__(self) -> str:
         return self.message
 
-    def with_request(self, request: int | None, detail: str = "") -> "ServerFailure":
+    def with_request(self, request: int | None, detail: str = "") -> ServerFailure:
         """A copy that names ``request`` and ``detail`` where this failure did not.
 
         Failures of a connection (refused, closed) are born without a request; the call
@@ -113,7 +113,7 @@ class NameServerError(ServerFailure):
     @classmethod
     def for_code(
         cls, code: int, *, addr: str, request: int | None, remark: str | None = None, detail: str = ""
-    ) -> "NameServerError":
+    ) -> NameServerError:
         """The subclass registered for ``code`` (``NameServerError`` itself for unknown codes)."""
         return _BY_CODE.get(code, cls)(addr, request, code, remark, detail)
 

@@ -140,7 +140,7 @@ class Step:
         broker_names: Mapping[str, str] | None = None,
         view: Any = None,
         same: Callable[[Any], Any] | None = None,
-    ) -> "Step":
+    ) -> Step:
         names = broker_names or {}
         outcomes = [
             Outcome(a.addr, to_data(a.value) if a.ok else None, a.error, a.latency_ms, names.get(a.addr))
@@ -152,7 +152,7 @@ class Step:
     def not_sent(
         cls, request: int, kind: str, addrs: Sequence[str], reason: str, *, target: str = "namesrv",
         broker_names: Mapping[str, str] | None = None, view: Any = None,
-    ) -> "Step":
+    ) -> Step:
         """A step skipped on purpose: every target gets a Skipped error with ``reason``."""
         names = broker_names or {}
         outcomes = [Outcome(a, error=Skipped(a, request, reason), broker_name=names.get(a)) for a in addrs]

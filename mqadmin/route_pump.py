@@ -3,15 +3,14 @@
 This is the hot path of ``collect_views``: 10,000 topics x 5 servers must be fetched
 in a couple of seconds on two cores that the name servers share. A plain
 ``asyncio.gather(conn.get_route(t) for t in topics)`` on ``NamesrvConnection`` pays
-per request a Task, a ``wait_for`` timer, a Future, a full header decode into a
-RemotingCommand and a body decode, about 60 us on the client. ``RoutePump`` is an
-``asyncio.Protocol`` on a connection of its own that instead
+per request a Task, a timer, a Future and a body decode, about 60 us on the client.
+``RoutePump`` drives a connection of its own (the shared ``RemotingConnection``, whose
+reader decodes answers with the codec's fast ``decode_reply``) and instead
 
 * builds each request frame from a template (byte-identical to ``build_request``);
-* keeps ``concurrency`` requests in flight, answers matched by ``opaque`` in a dict,
-  and writes the requests an incoming chunk freed up in one ``write``;
-* reads only ``code``/``opaque``/``remark`` of each answer's header (orjson; anything
-  unusual goes through the codec's own ``decode_payload``);
+* keeps ``concurrency`` requests in flight, each answer handed to a plain callback
+  (``RemotingConnection.expect``), and writes the requests the answers of one incoming
+  chunk freed up in one ``write``;
 * decodes each distinct body once: the route body does not name its topic, so every
   topic with the same brokers, perms and queue counts gets the same bytes, and the
   decoded TopicRouteData is immutable and can be shared;
@@ -22,27 +21,24 @@ RemotingCommand and a body decode, about 60 us on the client. ``RoutePump`` is a
 from __future__ import annotations
 
 import asyncio
-import errno
 import re
 import struct
 from collections import Counter, deque
 from dataclasses import replace
 from typing import Any, Callable, Iterable
 
-import orjson
-
 from nameserver.protocol.bodies import TopicRouteData
-from nameserver.protocol.codes import FLAG_RESPONSE, RequestCode, ResponseCode
-from nameserver.protocol.command import next_opaque
+from nameserver.protocol.codes import RequestCode, ResponseCode
+from nameserver.protocol.command import RemotingCommand, next_opaque
 from nameserver.protocol.errors import ProtocolError
 from nameserver.protocol.fastjson import dumps_str
-from nameserver.protocol.frame import DEFAULT_MAX_FRAME, decode_payload, encode
+from nameserver.protocol.frame import encode
+from nameserver.remoting import RemotingConnection, RemotingError
 
-from .client import build_request, split_host_port
-from .errors import BadResponse, NameServerError, Unreachable, request_label
+from .client import build_request, failure
+from .errors import BadResponse, NameServerError, request_label
 
 _ROUTE = RequestCode.GET_ROUTEINFO_BY_TOPIC
-_U32 = struct.Struct(">I")
 _PREFIX = struct.Struct(">Ii")
 # A RocketMQ topic name (Java's TopicValidator: [%|a-zA-Z0-9_-]) needs no JSON escapes.
 _PLAIN_TOPIC = re.compile(r"[%|A-Za-z0-9_-]+")
@@ -70,7 +66,7 @@ def route_request_frame(topic: str, opaque: int) -> bytes:
     return _PREFIX.pack(4 + len(header), len(header)) + header
 
 
-class RoutePump(asyncio.Protocol):
+class RoutePump:
     """Routes of many topics from one name server, ``concurrency`` requests in flight.
 
     Topics may be added while it runs; ``finish()`` says no more will come and
@@ -79,46 +75,38 @@ class RoutePump(asyncio.Protocol):
     left out and counted by reason (``failure_lines``).
     """
 
-    def __init__(self, addr: str, *, concurrency: int, timeout: float, bodies: dict[bytes, TopicRouteData],
-                 progress: Callable[[int, int], None] | None = None) -> None:
-        self.addr = addr
+    def __init__(self, conn: RemotingConnection, *, concurrency: int, timeout: float,
+                 bodies: dict[bytes, TopicRouteData], progress: Callable[[int, int], None] | None = None) -> None:
+        self.addr = conn.addr
         self.concurrency = concurrency
         self.timeout = timeout
         self.bodies = bodies
         self.progress = progress
         self.routes: dict[str, TopicRouteData | None] = {}
         self.total = 0
+        self._conn = conn
         self._queue: deque[str] = deque()
         self._seen: set[str] = set()
-        self._inflight: dict[int, str] = {}
+        self._inflight: dict[int, str] = {}  # opaque -> topic, in the order sent
         self._failed: Counter[str] = Counter()
         self._example: dict[str, str] = {}  # failure reason -> first topic that met it
         self._done = self._reported = 0
         self._more = True  # topics may still be added
         self._lost: str | None = None  # why the connection is unusable
-        self._buf = bytearray()
-        self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
         self._last_answer = self._loop.time()
         self._finished = self._loop.create_future()
+        conn.lost.add_done_callback(self._connection_lost)
+        conn.after_read = self._refill
 
     @classmethod
-    async def open(cls, addr: str, *, timeout: float, **kw: Any) -> "RoutePump":
+    async def open(cls, addr: str, *, timeout: float, **kw: Any) -> RoutePump:
         """Connect; raises Unreachable like ``Connection.connect``."""
-        pump = cls(addr, timeout=timeout, **kw)
         try:
-            host, port = split_host_port(addr)
-            async with asyncio.timeout(timeout):  # not wait_for: it can lose a Ctrl-C on 3.11
-                await pump._loop.create_connection(lambda: pump, host, port)
-        except ValueError:
-            raise Unreachable(addr, None, "unreachable", "not a host:port address") from None
-        except TimeoutError:
-            raise Unreachable(addr, None, "timeout", f"connect timed out after {timeout:g} s") from None
-        except OSError as exc:
-            kind = "refused" if isinstance(exc, ConnectionRefusedError) or exc.errno == errno.ECONNREFUSED \
-                else "unreachable"
-            raise Unreachable(addr, None, kind, exc.strerror or str(exc) or type(exc).__name__) from None
-        return pump
+            conn = await RemotingConnection.connect(addr, timeout)
+        except RemotingError as exc:
+            raise failure(exc, None) from None
+        return cls(conn, timeout=timeout, **kw)
 
     # ------------------------------------------------------------ caller side ----
 
@@ -146,13 +134,12 @@ class RoutePump(asyncio.Protocol):
         while not self._finished.done():
             remaining = self._last_answer + self.timeout - self._loop.time()
             if remaining <= 0:
-                self._abandon(f"no answer within {self.timeout:g} s")
+                self._abandon(f"no answer within {self.timeout:g} s", kind="timeout")
                 break
             await asyncio.wait((self._finished,), timeout=remaining)
 
     def close(self) -> None:
-        if self._transport is not None:
-            self._transport.close()
+        self._conn.shutdown()
 
     def failure_lines(self) -> list[str]:
         """One line per failure reason, e.g. ``addr: GET_ROUTEINFO_BY_TOPIC (105) for 9800
@@ -164,66 +151,37 @@ class RoutePump(asyncio.Protocol):
             for reason, count in self._failed.items()
         ]
 
-    # -------------------------------------------------------- protocol side ----
+    # ------------------------------------------------------- connection side ----
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = transport  # type: ignore[assignment]
+    def _connection_lost(self, _: object) -> None:
+        error = self._conn.error
+        self._abandon(failure(error, _ROUTE).reason if isinstance(error, RemotingError) else str(error))
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self._lost is None:
-            self._lost = "connection closed" + (f": {exc}" if exc else " by the server")
-        self._abandon(self._lost)
+    def _answer(self, reply: RemotingCommand | Exception) -> None:
+        """The waiter of every request (one bound method, not a closure per request): an
+        answer, or the error the connection closed with, which fails every request in flight."""
+        if type(reply) is RemotingCommand:
+            topic = self._inflight.pop(reply.opaque, None)
+            if topic is None:
+                return
+            self._done += 1
+            self._last_answer = self._loop.time()
+            self._route(topic, reply)
+        elif isinstance(reply, Exception):
+            reason = failure(reply, _ROUTE).reason if isinstance(reply, RemotingError) else str(reply)
+            lost = list(self._inflight.values())
+            self._inflight.clear()
+            for topic in lost:
+                self._fail(topic, reason)
+            self._done += len(lost)
+            if self._lost is None:
+                self._lost = reason
+        self._report()
 
-    def data_received(self, data: bytes) -> None:
-        buf = self._buf
-        buf += data
-        pos, size = 0, len(buf)
-        try:
-            while size - pos >= 4:
-                (length,) = _U32.unpack_from(buf, pos)
-                if not 4 <= length <= DEFAULT_MAX_FRAME - 4:
-                    raise ProtocolError(f"frame length {length} out of range")
-                end = pos + 4 + length
-                if end > size:
-                    break
-                self._frame(buf, pos + 4, end)
-                pos = end
-        except ProtocolError as exc:
-            self._lost = BadResponse(self.addr, _ROUTE, str(exc)).reason
-            self._abandon(self._lost)
-            if self._transport is not None:
-                self._transport.abort()
-            return
-        finally:
-            del buf[:pos]
-        self._fill()
-        self._check_finished()
-
-    def _frame(self, buf: bytearray, start: int, end: int) -> None:
-        (word,) = _U32.unpack_from(buf, start)
-        header_end = start + 4 + (word & 0xFFFFFF)
-        header: Any = None
-        if word >> 24 == 0 and header_end <= end:  # JSON header: read the three fields we need
-            try:
-                header = orjson.loads(buf[start + 4:header_end])
-            except orjson.JSONDecodeError:
-                header = None
-        if isinstance(header, dict) and type(header.get("code")) is int and type(header.get("opaque")) is int \
-                and type(header.get("flag", 0)) is int:
-            code, opaque, flag, remark = header["code"], header["opaque"], header.get("flag", 0), header.get("remark")
-            body = bytes(buf[header_end:end])
-        else:  # binary header, fastjson dialect, odd types: the codec's own decoder
-            cmd = decode_payload(bytes(buf[start:end]))
-            code, opaque, flag, remark, body = cmd.code, cmd.opaque, cmd.flag, cmd.remark, cmd.body
-        if flag & FLAG_RESPONSE:
-            self._answer(opaque, code, remark, body)
-
-    def _answer(self, opaque: int, code: int, remark: Any, body: bytes) -> None:
-        topic = self._inflight.pop(opaque, None)
-        if topic is None:  # a late answer to a request given up on
-            return
-        self._last_answer = self._loop.time()
+    def _route(self, topic: str, reply: RemotingCommand) -> None:
+        code = reply.code
         if code == ResponseCode.SUCCESS:
+            body = reply.body
             route = self.bodies.get(body)
             if route is None:
                 try:
@@ -235,23 +193,29 @@ class RoutePump(asyncio.Protocol):
         elif code == ResponseCode.TOPIC_NOT_EXIST:
             self.routes[topic] = None
         else:
-            remark = None if remark is None else str(remark)
-            self._fail(topic, NameServerError.for_code(code, addr=self.addr, request=_ROUTE, remark=remark).reason)
-        self._done += 1
-        self._report()
+            self._fail(topic, NameServerError.for_code(code, addr=self.addr, request=_ROUTE, remark=reply.remark).reason)
+
+    def _refill(self) -> None:
+        """After each read: the answers' successors go out in one write."""
+        if self._lost is not None:
+            self._abandon(self._lost)
+        self._fill()
+        self._check_finished()
 
     def _fill(self) -> None:
-        if self._lost is not None or self._transport is None:
+        conn = self._conn
+        if self._lost is not None or conn.closed:
             return
         frames = []
-        inflight, queue = self._inflight, self._queue
+        queue, inflight, answer = self._queue, self._inflight, self._answer
         while queue and len(inflight) < self.concurrency:
             topic = queue.popleft()
             opaque = next_opaque()
+            conn.expect(opaque, answer)
             inflight[opaque] = topic
             frames.append(route_request_frame(topic, opaque))
         if frames:
-            self._transport.write(b"".join(frames))
+            conn.write(b"".join(frames))
 
     def _report(self, force: bool = False) -> None:
         if self.progress is None:
@@ -264,19 +228,20 @@ class RoutePump(asyncio.Protocol):
         self._failed[reason] += 1
         self._example.setdefault(reason, topic)
 
-    def _abandon(self, reason: str) -> None:
+    def _abandon(self, reason: str, kind: str = "closed") -> None:
         """Give up every request in flight and every queued topic, for ``reason``."""
-        lost = list(self._inflight.values()) + list(self._queue)
-        self._inflight.clear()
+        if self._lost is None:
+            self._lost = reason
+        # Closing fails the requests in flight first (in the order they were sent), each
+        # through its waiter with the connection's error, or ``reason`` if it is the first.
+        self._conn.shutdown(RemotingError(self.addr, kind, reason))
+        lost = list(self._queue)
         self._queue.clear()
         for topic in lost:
             self._fail(topic, reason)
         self._done += len(lost)
         if lost:
             self._report(force=True)
-        if self._lost is None:
-            self._lost = reason
-            self.close()
         self._check_finished()
 
     def _check_finished(self) -> None:

@@ -42,7 +42,7 @@ class NameServerProcess:
     def addr(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 20.0, *, keep_config: bool = False) -> "NameServerProcess":
+    def start(self, timeout: float = 20.0, *, keep_config: bool = False) -> NameServerProcess:
         """Write the ``-c`` file from ``properties`` and start; ``keep_config``: start
         on the file as the previous run left it (updateNamesrvConfig writes it)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -131,7 +131,7 @@ class RawClient:
     def close(self) -> None:
         self.sock.close()
 
-    def __enter__(self) -> "RawClient":
+    def __enter__(self) -> RawClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -7,15 +7,25 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Sequence
 
 from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
 from nameserver.protocol.codes import RequestCode
 from nameserver.protocol.command import RemotingCommand, request
+from nameserver.protocol.frame import encode
 from nameserver.protocol.register import register_body, register_request
-from nameserver.protocol.frame import NEED_DATA, FrameDecoder, encode
+from nameserver.remoting import RemotingConnection
 
-from ..client import NamesrvConnection, split_host_port
+from ..client import NamesrvConnection
+
+
+class _OldestFirst(RemotingConnection):
+    """The echo server's answers carry no opaque: each goes to the oldest request."""
+
+    def unmatched_answer(self, cmd: RemotingCommand) -> None:
+        if self._pending:
+            self._pending.pop(next(iter(self._pending)))(cmd)
 
 
 @dataclass(frozen=True)
@@ -38,15 +48,14 @@ async def drive_routes(addr: str, topics: Sequence[str], *, conns: int, inflight
     """Send ``requests`` route queries over ``conns`` connections, ``inflight`` outstanding
     on each. Works against a name server or the echo server (whose answers carry no
     opaque: latency is then measured oldest-first)."""
-    host, port = split_host_port(addr)
     per_conn = max(requests // conns, 1)
     latencies: list[float] = []
 
     async def one(offset: int) -> int:
-        reader, writer = await asyncio.open_connection(host, port)
-        dec = FrameDecoder()
-        sent: dict[int, float] = {}
-        issued = answered = 0
+        conn = await _OldestFirst.connect(addr, 60.0)
+        loop = asyncio.get_running_loop()
+        finished: asyncio.Future[None] = loop.create_future()
+        issued = answered = got = 0
 
         def send(n: int) -> None:
             nonlocal issued
@@ -54,28 +63,36 @@ async def drive_routes(addr: str, topics: Sequence[str], *, conns: int, inflight
             for _ in range(min(n, per_conn - issued)):
                 cmd = request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topics[(offset + issued) % len(topics)]})
                 issued += 1
-                sent[cmd.opaque] = time.perf_counter()
+                conn.expect(cmd.opaque, partial(on_answer, time.perf_counter()))
                 frames.append(encode(cmd))
             if frames:
-                writer.write(b"".join(frames))
+                conn.write(b"".join(frames))
 
+        def on_answer(sent: float, reply: RemotingCommand | Exception) -> None:
+            nonlocal answered, got
+            if isinstance(reply, Exception):
+                if not finished.done():
+                    finished.set_exception(ConnectionError(f"{addr} closed the connection: {reply}"))
+                return
+            latencies.append(time.perf_counter() - sent)
+            answered += 1
+            got += 1
+
+        def refill() -> None:  # after each read: the answers' successors in one write
+            nonlocal got
+            if answered >= per_conn:
+                if not finished.done():
+                    finished.set_result(None)
+                return
+            n, got = got, 0
+            send(n)
+
+        conn.after_read = refill
         send(inflight)
-        while answered < per_conn:
-            data = await reader.read(1 << 16)
-            if not data:
-                raise ConnectionError(f"{addr} closed the connection")
-            dec.feed(data)
-            got = 0
-            while (cmd := dec.next_frame()) is not NEED_DATA:
-                assert isinstance(cmd, RemotingCommand)
-                t0 = sent.pop(cmd.opaque, None)
-                if t0 is None:
-                    t0 = sent.pop(next(iter(sent)))
-                latencies.append(time.perf_counter() - t0)
-                got += 1
-            answered += got
-            send(got)
-        writer.close()
+        try:
+            await finished
+        finally:
+            conn.shutdown()
         return answered
 
     start = time.perf_counter()

@@ -19,7 +19,12 @@ def main(addr: str, topic: str) -> None:
     sock = socket.create_connection((host, int(port)), timeout=60)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     done = threading.Event()
-    threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+
+    def until_stdin_closes() -> None:
+        sys.stdin.read()
+        done.set()
+
+    threading.Thread(target=until_stdin_closes, daemon=True).start()
     decoder, worst = FrameDecoder(), 0.0
     print("ready", flush=True)
     while not done.is_set():

@@ -12,9 +12,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from fixtures.loader import FixtureErrors, load_fixture
-from fixtures.model import Fixture, plural
-from fixtures.runner import FixtureRunError, FixtureRunner
+from mqadmin.fixture.loader import FixtureErrors, load_fixture
+from mqadmin.fixture.model import Fixture, plural
+from mqadmin.fixture.runner import FixtureRunError, FixtureRunner
 
 from ..core import EXIT_INTERRUPTED
 

@@ -133,7 +133,6 @@ def analyze(
     from ..pipeline import launch, session
     from ..pipeline.job import JobOptions, NoCaptures, run
     from ..pipeline.progress import StepProgress
-    from ..pipeline.times import parse_time
 
     if master is not None and remote is not None:
         raise typer.BadParameter("give --master or --remote, not both", param_hint="'--remote'")

@@ -83,7 +83,7 @@ def compare_canonical(canons: Sequence[CanonicalView], *, ignore_config: Collect
     _compare_clusters(canons, out)
     _compare_topic_lists(canons, out)
     for topic, answers in differing_routes(canons) if differing is None else differing:
-        out.extend(Finding(kind, topic, broker, subject, values) 
+        out.extend(Finding(kind, topic, broker, subject, values)
                    for kind, broker, subject, values in _route_rows(answers))
     _compare_tables(canons, out, ignore_config)
     out.sort(key=_display_order)

@@ -106,7 +106,7 @@ class ServerView:
         }
 
     @classmethod
-    def from_obj(cls, obj: Mapping[str, Any]) -> "ServerView":
+    def from_obj(cls, obj: Mapping[str, Any]) -> ServerView:
         """Inverse of ``to_obj`` (the Spark job stores views this way)."""
         ci, tl, cfg = obj.get("cluster_info"), obj.get("topic_list"), obj.get("config")
         return cls(

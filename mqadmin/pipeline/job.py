@@ -31,7 +31,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -168,7 +168,7 @@ def _clear(df: DataFrame, table: str, dates: Sequence[str]) -> None:
 def _readable(spark: SparkSession, table: str) -> bool:
     """Whether ``spark.read.parquet(table)`` finds a schema (some file of the table)."""
     try:
-        spark.read.parquet(table).schema
+        spark.read.parquet(table).schema  # noqa: B018  (resolving the schema is the check)
     except Exception:  # Spark's AnalysisException, classic or Connect: no file, no table
         return False
     return True

@@ -58,7 +58,7 @@ class CancelOnSigint:
         self.requested = False
         self._before: Any = None
 
-    def __enter__(self) -> "CancelOnSigint":
+    def __enter__(self) -> CancelOnSigint:
         if threading.current_thread() is threading.main_thread():
             self._before = signal.signal(signal.SIGINT, self._on_sigint)
         return self

@@ -9,7 +9,7 @@ per broker event (at most ``MAX_EVENTS``), per (date, cluster) and the worst win
 from __future__ import annotations
 
 import html
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -116,7 +116,7 @@ def collect_report_data(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
 
 
 def _ts(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, timezone.utc)
+    return datetime.fromtimestamp(ms / 1000, UTC)
 
 
 def timeline_figure(data: dict[str, Any]) -> go.Figure:

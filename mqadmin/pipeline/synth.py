@@ -34,7 +34,7 @@ import math
 import os
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
@@ -467,7 +467,7 @@ def _row_count(layout: _Layout, present: frozenset[int], union: frozenset[int]) 
 def describe(events: Sequence[Event], layout_servers: int) -> Iterator[str]:
     """One line per event, for ``synth-history -v``."""
     for e in events:
-        when = datetime.fromtimestamp(e.start_ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        when = datetime.fromtimestamp(e.start_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         what = [e.kind]
         if e.broker is not None:
             what.append(f"broker-{e.broker:02d}")

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 
 def parse_time(text: str) -> int:
@@ -17,5 +17,5 @@ def parse_time(text: str) -> int:
     except ValueError:
         raise ValueError(f"not a time: {text!r} (use 2026-11-23, 2026-11-23T08:00[Z|+hh:mm] or epoch ms)") from None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)

@@ -68,7 +68,7 @@ class DataVersion:
         return dumps_plain(self.to_obj()).encode()
 
     @classmethod
-    def from_obj(cls, obj: Any, what: str = "DataVersion") -> "DataVersion":
+    def from_obj(cls, obj: Any, what: str = "DataVersion") -> DataVersion:
         obj = _obj(obj, what)
         sv = obj.get("stateVersion")
         return cls(
@@ -78,7 +78,7 @@ class DataVersion:
         )
 
     @classmethod
-    def decode(cls, body: bytes) -> "DataVersion":
+    def decode(cls, body: bytes) -> DataVersion:
         return cls.from_obj(_load(body, "DataVersion"))
 
 
@@ -106,12 +106,12 @@ class TopicConfig:
         }
 
     @property
-    def shape(self) -> "QueueShape":
+    def shape(self) -> QueueShape:
         """What a name server keeps of this config (spec 4.4: QueueData)."""
         return (self.read_queue_nums, self.write_queue_nums, self.perm, self.topic_sys_flag)
 
     @classmethod
-    def from_obj(cls, name: str, obj: Any) -> "TopicConfig":
+    def from_obj(cls, name: str, obj: Any) -> TopicConfig:
         # Fast path: what every broker sends (a registration carries ~10^4 of these, and
         # the careful path below was most of the time of a re-registration).
         if type(obj) is dict:
@@ -153,7 +153,7 @@ class RegisterBrokerBody:
     topic_configs: Mapping[str, TopicConfig] = field(default_factory=dict)
     filter_server_list: Sequence[str] = ()
     #: 5.x static topics (``topicQueueMappingInfoMap``): topic -> this broker's mapping.
-    topic_queue_mapping_info: Mapping[str, "TopicQueueMappingInfo"] = field(default_factory=dict)
+    topic_queue_mapping_info: Mapping[str, TopicQueueMappingInfo] = field(default_factory=dict)
 
     def encode(self) -> bytes:
         """RegisterBrokerBody JSON as a 4.9.8 broker sends it."""
@@ -167,7 +167,7 @@ class RegisterBrokerBody:
         ).encode("utf-8")
 
     @classmethod
-    def decode(cls, body: bytes, version: int) -> "RegisterBrokerBody":
+    def decode(cls, body: bytes, version: int) -> RegisterBrokerBody:
         """Decode by the request's version: below V3_0_11 (37) the body is a bare
         TopicConfigSerializeWrapper, as in Java's processor. No body = zero topics."""
         data_version, table, filters, mappings = _register_parts(body, version)
@@ -187,7 +187,7 @@ class RegisterBrokerBody:
 
     @staticmethod
     def decode_queues_mapped(body: bytes, version: int) -> tuple[
-            DataVersion, dict[str, QueueShape], tuple[str, ...], dict[str, "TopicQueueMappingInfo"]]:
+            DataVersion, dict[str, QueueShape], tuple[str, ...], dict[str, TopicQueueMappingInfo]]:
         """``decode_queues`` plus the 5.x static-topic mappings (empty from 4.x brokers)."""
         data_version, table, filters, mappings = _register_parts(body, version)
         return data_version, table_shapes(table), filters, _mapping_infos(mappings)
@@ -245,7 +245,7 @@ def register_body_key(body: bytes, version: int) -> tuple[bytes, DataVersion] | 
     return digest.digest(), DataVersion.from_obj(obj)
 
 
-def _mapping_infos(raw: Mapping[str, Any]) -> dict[str, "TopicQueueMappingInfo"]:
+def _mapping_infos(raw: Mapping[str, Any]) -> dict[str, TopicQueueMappingInfo]:
     return {str(topic): TopicQueueMappingInfo.from_obj(info) for topic, info in raw.items() if info is not None}
 
 
@@ -296,7 +296,7 @@ class QueueData:
         )
 
     @classmethod
-    def from_obj(cls, obj: Any) -> "QueueData":
+    def from_obj(cls, obj: Any) -> QueueData:
         what = "QueueData"
         obj = _obj(obj, what)
         return cls(
@@ -354,7 +354,7 @@ class BrokerData:
         return BrokerData(self.cluster, self.broker_name, self.broker_addrs)._json(False)
 
     @classmethod
-    def from_obj(cls, obj: Any) -> "BrokerData":
+    def from_obj(cls, obj: Any) -> BrokerData:
         what = "BrokerData"
         obj = _obj(obj, what)
         addrs = _obj(obj.get("brokerAddrs") or {}, "brokerAddrs")
@@ -411,7 +411,7 @@ class TopicQueueMappingInfo:
                 "totalQueues": self.total_queues}
 
     @classmethod
-    def from_obj(cls, obj: Any) -> "TopicQueueMappingInfo":
+    def from_obj(cls, obj: Any) -> TopicQueueMappingInfo:
         what = "TopicQueueMappingInfo"
         obj = _obj(obj, what)
         raw_ids = obj.get("currIdMap")
@@ -475,7 +475,7 @@ class TopicRouteData:
         return "".join(parts).encode("utf-8")
 
     @classmethod
-    def decode(cls, body: bytes) -> "TopicRouteData":
+    def decode(cls, body: bytes) -> TopicRouteData:
         obj = _obj(_load(body, "TopicRouteData"), "TopicRouteData")
         fst = _obj(obj.get("filterServerTable") or {}, "filterServerTable")
         otc = obj.get("orderTopicConf")
@@ -509,7 +509,7 @@ class ClusterInfo:
         return ('{"brokerAddrTable":{' + bat + '},"clusterAddrTable":{' + cat + "}}").encode("utf-8")
 
     @classmethod
-    def decode(cls, body: bytes) -> "ClusterInfo":
+    def decode(cls, body: bytes) -> ClusterInfo:
         obj = _obj(_load(body, "ClusterInfo"), "ClusterInfo")
         bat = _obj(obj.get("brokerAddrTable") or {}, "brokerAddrTable")
         cat = _obj(obj.get("clusterAddrTable") or {}, "clusterAddrTable")
@@ -531,7 +531,7 @@ class TopicList:
         return (head + '"topicList":' + dumps_plain(list(self.topics)) + "}").encode("utf-8")
 
     @classmethod
-    def decode(cls, body: bytes) -> "TopicList":
+    def decode(cls, body: bytes) -> TopicList:
         obj = _obj(_load(body, "TopicList"), "TopicList")
         addr = obj.get("brokerAddr")
         return cls(topics=tuple(str(t) for t in obj.get("topicList") or ()), broker_addr=None if addr is None else str(addr))

@@ -43,7 +43,7 @@ class RemotingCommand:
     def ext_get(self, key: str) -> str | None:
         return None if self.ext is None else self.ext.get(key)
 
-    def with_opaque(self, opaque: int) -> "RemotingCommand":
+    def with_opaque(self, opaque: int) -> RemotingCommand:
         return replace(self, opaque=opaque)
 
     def response(
@@ -54,7 +54,7 @@ class RemotingCommand:
         ext: Mapping[str, str] | None = None,
         body: bytes = b"",
         version: int = VERSION_V4_9_8,
-    ) -> "RemotingCommand":
+    ) -> RemotingCommand:
         """Build the answer to this request the way the Java server does.
 
         A fresh command: opaque copied, flag exactly RESPONSE (the one-way bit is not

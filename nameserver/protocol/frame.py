@@ -9,6 +9,8 @@ from __future__ import annotations
 import struct
 from typing import Final
 
+import orjson
+
 from .codes import SerializeType
 from .command import RemotingCommand
 from .errors import LocalProtocolError, RemoteProtocolError
@@ -70,6 +72,54 @@ def decode_payload(payload: bytes) -> RemotingCommand:
     )
 
 
+_JSON = int(SerializeType.JSON)
+_INT_MAX = 0x7FFFFFFF
+
+
+def decode_reply(payload: bytes) -> RemotingCommand:
+    """``decode_payload(payload)``, about three times faster for the headers answers carry.
+
+    Clients read thousands of answers a second (the route pump, the bench); nearly all
+    have a standard JSON header with int fields and string ext values. For those the
+    header is read with one ``orjson.loads`` and no per-field conversion; anything else
+    (ROCKETMQ headers, fastjson's dialect, numbers as strings, odd types) goes through
+    ``decode_payload``, so the result is always the one ``decode_payload`` gives
+    (``tests/protocol/test_decode_reply.py`` holds the two equal over every golden
+    capture). Raises RemoteProtocolError like ``decode_payload``.
+    """
+    cmd = decode_plain_json(payload)
+    return decode_payload(payload) if cmd is None else cmd
+
+
+def decode_plain_json(payload: bytes) -> RemotingCommand | None:
+    """The fast path of ``decode_reply``: None unless the header is standard JSON whose
+    fields need no conversion (ints in Java's int range, strings, string ext values)."""
+    size = len(payload)
+    if size < 4 or payload[0] != _JSON:
+        return None
+    header_end = 4 + (_U32.unpack_from(payload, 0)[0] & 0xFFFFFF)
+    if header_end > size:
+        return None
+    try:
+        head = orjson.loads(payload[4:header_end])
+    except orjson.JSONDecodeError:
+        return None
+    if type(head) is not dict:
+        return None
+    get = head.get
+    code, opaque, flag, version = get("code", 0), get("opaque", 0), get("flag", 0), get("version", 0)
+    language, remark, ext = get("language", "JAVA"), get("remark"), get("extFields")
+    # ``type(x) is int`` refuses bools. The range is Java's int, as ``_as_int`` checks, in
+    # one comparison: the OR of non-negative ints within it stays within it, and a negative
+    # one (legal, but no Java peer sends it) makes the OR negative: the codec's path then.
+    if (type(code) is int and type(opaque) is int and type(flag) is int and type(version) is int
+            and 0 <= (code | opaque | flag | version) <= _INT_MAX
+            and type(language) is str and (remark is None or type(remark) is str)
+            and (ext is None or (type(ext) is dict and all(type(v) is str for v in ext.values())))):
+        return RemotingCommand(code, language, version, opaque, flag, remark, ext, bytes(payload[header_end:]))
+    return None
+
+
 def decode(frame: bytes) -> RemotingCommand:
     """Decode exactly one whole frame (length prefix included); for tests and captures."""
     dec = FrameDecoder(max_frame=max(DEFAULT_MAX_FRAME, len(frame)))
@@ -111,22 +161,62 @@ class FrameDecoder:
         self._buf += data
 
     def next_frame(self) -> RemotingCommand | _NeedData:
+        payload = self.next_payload()
+        return decode_payload(payload) if isinstance(payload, bytes) else NEED_DATA
+
+    def next_payload(self) -> bytes | _NeedData:
+        """The next whole frame without its length field, undecoded, or NEED_DATA."""
         buf = self._buf
-        if len(buf) < 4:
+        end = self._frame_end(buf, 0)
+        if not end:
             return NEED_DATA
-        (length,) = _U32.unpack_from(buf, 0)
+        payload = bytes(memoryview(buf)[4:end])
+        del buf[:end]
+        return payload
+
+    def payloads(self) -> list[bytes]:
+        """Every whole frame buffered, in order, without length fields, undecoded.
+
+        For clients that read answers by the thousand (``nameserver.remoting``): one call
+        and one buffer trim per chunk instead of per frame. A frame out of bounds raises
+        RemoteProtocolError, after the frames before it have been returned.
+        """
+        buf, out, pos, size = self._buf, [], 0, len(self._buf)
+        max_frame, max_header = self._max_frame, self._max_header
+        with memoryview(buf) as view:
+            try:
+                # The bounds of ``_frame_end``, spelled out for the common case (a whole
+                # frame within bounds): a call per frame costs as much as the cut itself.
+                while size - pos >= 8:
+                    (length,) = _U32.unpack_from(buf, pos)
+                    end = pos + 4 + length
+                    if (end > size or length + 4 > max_frame or length < 4
+                            or (buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]) > max_header):
+                        self._frame_end(buf, pos)  # raises, or says the frame is incomplete
+                        break
+                    out.append(bytes(view[pos + 4:end]))
+                    pos = end
+                else:
+                    self._frame_end(buf, pos)  # fewer than 8 bytes left: a bad length still raises
+            except RemoteProtocolError:
+                if not out:
+                    raise
+        del buf[:pos]
+        return out
+
+    def _frame_end(self, buf: bytearray, pos: int) -> int:
+        """Where the frame starting at ``pos`` ends, 0 while it is incomplete. Raises
+        RemoteProtocolError as soon as its length (or header length) is out of bounds."""
+        avail = len(buf) - pos
+        if avail < 4:
+            return 0
+        (length,) = _U32.unpack_from(buf, pos)
         # The limit includes the length field itself (Java's LengthFieldBasedFrameDecoder).
         if length + 4 > self._max_frame:
             raise RemoteProtocolError(f"frame length {length} exceeds the limit of {self._max_frame} bytes")
         if length < 4:
             raise RemoteProtocolError(f"frame length {length} is shorter than the header-length word")
-        if len(buf) >= 8 and (buf[5] << 16 | buf[6] << 8 | buf[7]) > self._max_header:
-            raise RemoteProtocolError(
-                f"header length {buf[5] << 16 | buf[6] << 8 | buf[7]} exceeds the limit of {self._max_header} bytes"
-            )
-        end = 4 + length
-        if len(buf) < end:
-            return NEED_DATA
-        payload = bytes(memoryview(buf)[4:end])
-        del buf[:end]
-        return decode_payload(payload)
+        if avail >= 8 and (header := buf[pos + 5] << 16 | buf[pos + 6] << 8 | buf[pos + 7]) > self._max_header:
+            raise RemoteProtocolError(f"header length {header} exceeds the limit of {self._max_header} bytes")
+        end = pos + 4 + length
+        return end if length <= avail - 4 else 0

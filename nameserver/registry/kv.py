@@ -39,7 +39,7 @@ class KVStore:
         return dumps_plain({"configTable": self.table}).encode("utf-8")
 
     @classmethod
-    def loads(cls, data: bytes) -> "KVStore":
+    def loads(cls, data: bytes) -> KVStore:
         try:
             obj: Any = lenient_loads(data)
         except (ValueError, UnicodeDecodeError) as exc:

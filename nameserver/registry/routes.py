@@ -99,7 +99,7 @@ class TopicsDiff:
     changed: Mapping[str, QueueShape]
 
     @classmethod
-    def of(cls, topics: Mapping[str, QueueShape], base: array | None) -> "TopicsDiff":
+    def of(cls, topics: Mapping[str, QueueShape], base: array | None) -> TopicsDiff:
         items = list(topics.items())
         hashes = array("q", map(hash, items))
         if base is None:
@@ -116,7 +116,7 @@ class StagedTopics:
     copy in: readers see all of the registration or none of it, and the loop is never
     held for the whole of a 10^5-topic first registration (~5 us a topic)."""
 
-    def __init__(self, routes: "RouteTable", broker_name: str, broker_addr: str, diff: TopicsDiff) -> None:
+    def __init__(self, routes: RouteTable, broker_name: str, broker_addr: str, diff: TopicsDiff) -> None:
         self.broker_name, self.broker_addr, self.diff = broker_name, broker_addr, diff
         self._routes = routes
         self.copy = routes.topic_queue_table.copy()

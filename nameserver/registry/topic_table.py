@@ -44,7 +44,7 @@ class TopicTable(Generic[V]):
         #: see watch(): each maps a topic written since to its value then (None: deleted)
         self._journals: list[dict[str, V | None]] = []
 
-    def copy(self) -> "TopicTable[V]":
+    def copy(self) -> TopicTable[V]:
         """An independent table with the same entries (values shared, not copied): a
         few array copies, so a 10^5-topic table copies in about a millisecond. Its
         journals are not copied."""

@@ -28,7 +28,7 @@ WRITE_BATCH = 256 * 1024
 class Connection(asyncio.Protocol):
     """Also the opaque token the registry stores for brokers registered on it."""
 
-    def __init__(self, server: "NameServer") -> None:
+    def __init__(self, server: NameServer) -> None:
         self.server = server
         self.decoder = FrameDecoder(max_frame=server.max_frame, max_header=server.max_header)
         self.transport: asyncio.Transport | None = None
@@ -103,7 +103,7 @@ class Connection(asyncio.Protocol):
                 continuing = False
                 job = self.server.processor.decode_off_loop(cmd, self.peer_host)  # type: ignore[arg-type]
                 if job is not None:
-                    deferred = (cmd, job)
+                    deferred = (cmd, job)  # type: ignore[assignment]  # cmd is a command past NEED_DATA
                     break
                 answer = self._answer(cmd)  # type: ignore[arg-type]
                 if answer is not None:
@@ -132,7 +132,7 @@ class Connection(asyncio.Protocol):
         future = asyncio.get_running_loop().run_in_executor(None, job)
         future.add_done_callback(lambda done: self._decoded(cmd, done))
 
-    def _decoded(self, cmd: RemotingCommand, done: "asyncio.Future[RegisterParts | Exception]") -> None:
+    def _decoded(self, cmd: RemotingCommand, done: asyncio.Future[RegisterParts | Exception]) -> None:
         if self.closing:
             self.deferred = False
             return  # the connection went meanwhile; as if the request had not arrived

@@ -397,6 +397,7 @@ class Processor:
         acting = cmd.ext_get("enableActingMaster")  # only 5.x brokers send it
         topics: dict[str, QueueShape] | None
         filters: tuple[str, ...] | None
+        key: bytes | None
         if isinstance(decoded, BodyDecodeError):
             raise decoded
         parts: RegisterParts | None = decoded

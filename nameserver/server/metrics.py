@@ -24,7 +24,7 @@ _KV_CODES = {RequestCode.PUT_KV_CONFIG, RequestCode.DELETE_KV_CONFIG}
 
 
 class _CacheHits(Collector):
-    def __init__(self, server: "NameServer") -> None:
+    def __init__(self, server: NameServer) -> None:
         self.server = server
 
     def collect(self) -> Iterator[CounterMetricFamily]:
@@ -33,7 +33,7 @@ class _CacheHits(Collector):
 
 
 class Metrics:
-    def __init__(self, server: "NameServer") -> None:
+    def __init__(self, server: NameServer) -> None:
         self.registry = registry = CollectorRegistry()
         self.requests = Counter("rocketmq_namesrv_requests", "Requests by request code and response code",
                                 ["code", "result"], registry=registry)

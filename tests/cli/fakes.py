@@ -76,7 +76,7 @@ class ThreadedServer:
     def addr(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self) -> "ThreadedServer":
+    def start(self) -> ThreadedServer:
         self._thread.start()
         assert self._ready.wait(5), "fake server did not start"
         return self

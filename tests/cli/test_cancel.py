@@ -40,9 +40,9 @@ class CancelOnAnswerLoop(asyncio.SelectorEventLoop):
     """An event loop whose futures cancel ``victim`` the moment one of them is given a
     RemotingCommand: the cancellation and the answer arrive in the same iteration."""
 
-    victim: "asyncio.Task[Any] | None" = None
+    victim: asyncio.Task[Any] | None = None
 
-    def create_future(self) -> "asyncio.Future[Any]":
+    def create_future(self) -> asyncio.Future[Any]:
         return _CancelOnAnswer(loop=self)
 
 
@@ -61,7 +61,7 @@ class Peer:
         self._server: asyncio.AbstractServer | None = None
         self.addr = ""
 
-    async def start(self) -> "Peer":
+    async def start(self) -> Peer:
         self._server = await asyncio.get_running_loop().create_server(lambda: _PeerConnection(self), "127.0.0.1", 0)
         self.addr = f"127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
         return self
@@ -120,7 +120,7 @@ async def until(predicate: Callable[[], bool], what: str) -> None:
         pytest.fail(f"not within {BOUND:g} s: {what}")
 
 
-async def cancelled_promptly(task: "asyncio.Task[Any]") -> None:
+async def cancelled_promptly(task: asyncio.Task[Any]) -> None:
     """``task`` (already cancelled) ends with CancelledError within BOUND seconds."""
     done, _ = await asyncio.wait([task], timeout=BOUND)
     assert done, f"the cancelled task still runs after {BOUND:g} s: the cancellation was lost"

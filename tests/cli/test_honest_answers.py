@@ -28,7 +28,7 @@ def http_peer() -> Iterator[str]:
         while not stop.is_set():
             try:
                 conn, _ = listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             with conn:
                 conn.recv(4096)

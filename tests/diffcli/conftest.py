@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -57,4 +57,4 @@ def brokers(addrs: list[str]) -> Iterator[Brokers]:  # noqa: F811
     with kept_brokers() as reg:
         yield reg
     for addr in addrs:
-        wait_until(lambda: not cluster_info(addr).broker_addr_table, f"brokers to leave {addr}")
+        wait_until(lambda: not cluster_info(addr).broker_addr_table, f"brokers to leave {addr}")  # noqa: B023  (called here)

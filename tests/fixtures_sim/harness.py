@@ -20,7 +20,7 @@ from nameserver.protocol.bodies import ClusterInfo, QueueData, TopicRouteData, d
 from nameserver.protocol.codes import RequestCode as R
 from nameserver.protocol.codes import ResponseCode
 from nameserver.protocol.command import request
-from fixtures.link import cancel_all
+from mqadmin.fixture.link import cancel_all
 from tests.nsprocess import RawClient
 
 T = TypeVar("T")

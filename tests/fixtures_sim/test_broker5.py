@@ -7,7 +7,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from fixtures.broker_sim import BrokerConfig, SimulatedBroker
+from mqadmin.fixture.broker_sim import BrokerConfig, SimulatedBroker
 from nameserver.protocol.bodies import TopicConfig, TopicRouteData
 from nameserver.protocol.codes import RequestCode as R
 from nameserver.protocol.command import request

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
-from fixtures.broker_sim import BrokerConfig, SimulatedBroker
-from fixtures.link import Link
+from mqadmin.fixture.broker_sim import BrokerConfig, SimulatedBroker
+from mqadmin.fixture.link import Link
 from nameserver.protocol.codes import RequestCode
 from nameserver.protocol.command import RemotingCommand, request
 from tests.cli.test_cancel import LONG, CancelOnAnswerLoop, Peer, all_closed, cancelled_promptly, run, until

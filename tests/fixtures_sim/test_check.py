@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from fixtures.loader import FixtureErrors, load_fixture, parse_duration, parse_fixture, parse_perm
+from mqadmin.fixture.loader import FixtureErrors, load_fixture, parse_duration, parse_fixture, parse_perm
 from mqadmin.cli import app
 from tests.fixtures_sim.harness import FIXTURES, ROOT
 

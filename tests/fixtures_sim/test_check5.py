@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.loader import FixtureErrors, parse_fixture
+from mqadmin.fixture.loader import FixtureErrors, parse_fixture
 
 
 def test_acting_master_and_zone_reach_the_broker_spec() -> None:

@@ -10,7 +10,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from fixtures.broker_sim import BrokerConfig, SimulatedBroker
+from mqadmin.fixture.broker_sim import BrokerConfig, SimulatedBroker
 from nameserver.protocol.bodies import TopicConfig, decode_kv_table
 from nameserver.protocol.codes import RequestCode as R
 from nameserver.protocol.codes import ResponseCode

@@ -9,9 +9,9 @@ import zlib
 
 import pytest
 
-from fixtures.broker_sim import BrokerConfig, SimulatedBroker, java_table_order
-from fixtures.loader import load_fixture
-from fixtures.runner import broker_config
+from mqadmin.fixture.broker_sim import BrokerConfig, SimulatedBroker, java_table_order
+from mqadmin.fixture.loader import load_fixture
+from mqadmin.fixture.runner import broker_config
 from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig, decode_kv_table
 from nameserver.protocol.codes import RequestCode
 from nameserver.protocol.compressed import decode_compressed

@@ -89,7 +89,7 @@ def test_summary_numbers(spark: Any, hand_history: dict[str, Any]) -> None:
     assert row["consistent_share"] == pytest.approx(0.375)
     # Queue-minutes straight from diff_views' impacts, a minute per round.
     unassigned = doubly = 0
-    for round_no, views in enumerate(hand_history["rounds"][:-1]):
+    for views in hand_history["rounds"][:-1]:
         for impact in diff_views(sorted(views, key=lambda v: v.addr), consumers=2).impacts:
             unassigned += len(impact.consumer.unassigned)
             doubly += len(impact.consumer.doubly_assigned)

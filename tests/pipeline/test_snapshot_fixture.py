@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +95,7 @@ def test_snapshot_then_analyze_finds_the_partition(spark: Any, tmp_path: Path) -
     from tests.pipeline.test_report import assert_charts_drawn
 
     text = assert_charts_drawn(out / "report.html", tmp_path)
-    start = datetime.fromtimestamp(w["start_ms"] / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    start = datetime.fromtimestamp(w["start_ms"] / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
     assert "orders" in text and start in text
 
 

@@ -391,7 +391,7 @@ def test_route_non_ascii_broker_name_default_mode_is_raw_utf8() -> None:
         '{"brokerDatas":[{"brokerAddrs":{0:"10.0.0.1:10911"},"brokerName":"broker-ёж","cluster":"DC/1"}],'
         '"filterServerTable":{},"orderTopicConf":"broker-ёж:4","queueDatas":[{"brokerName":"broker-ёж",'
         '"perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}'
-    ).encode("utf-8")
+    ).encode()
 
 
 def test_route_non_ascii_broker_name_standard_mode_is_escaped_ascii() -> None:
@@ -470,7 +470,7 @@ def test_cluster_info_is_always_fastjson_default() -> None:
         '{"brokerAddrTable":{"broker-b":{"brokerAddrs":{0:"10.0.0.3:10911"},"brokerName":"broker-b","cluster":"C/1"},'
         '"брокер":{"brokerAddrs":{0:"10.0.0.1:10911",1:"10.0.0.2:10911"},"brokerName":"брокер","cluster":"C/1"}},'
         '"clusterAddrTable":{"C/1":["broker-b","брокер"]}}'
-    ).encode("utf-8")
+    ).encode()
     assert ClusterInfo.decode(raw) == info
 
 

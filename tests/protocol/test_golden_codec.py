@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import zlib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -44,7 +44,7 @@ class Exchange:
         return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> Exchange:
     folder = GOLDEN / name
     response = folder / "response.bin"

@@ -72,7 +72,7 @@ def test_dumps_of_empty_store_and_empty_namespace() -> None:
 def test_dumps_writes_non_ascii_raw_and_escapes_like_fastjson() -> None:
     kv = KVStore()
     kv.put("ns", "clé", 'a"b\\c\n\u0085')
-    assert kv.dumps() == '{"configTable":{"ns":{"clé":"a\\"b\\\\c\\n\\u0085"}}}'.encode("utf-8")
+    assert kv.dumps() == '{"configTable":{"ns":{"clé":"a\\"b\\\\c\\n\\u0085"}}}'.encode()
 
 
 def test_loads_round_trips_dumps() -> None:

@@ -136,8 +136,9 @@ def check(ops: list[tuple[Any, ...]], *, off_loop: bool = False, staging: bool =
             body = register_body(RegisterBrokerBody(version, {t: TopicConfig(t, *s[:3], topic_sys_flag=s[3])
                                                               for t, s in topics.items()}))
             cmd = register_request(CLUSTER, name, addr_of(name, slot), broker_id, body)
-            step: Any = lambda n=name, a=addr_of(name, slot), b=broker_id, v=version, t=topics: \
-                model.register(n, a, b, v, t)  # noqa: E731
+            # Defaults bind this step's values (evaluated now, on purpose).
+            step: Any = lambda n=name, a=addr_of(name, slot), b=broker_id, v=version, t=topics: (  # noqa: B008, E731
+                model.register(n, a, b, v, t))
         elif kind in ("wipe", "add"):
             cmd = request(R.WIPE_WRITE_PERM_OF_BROKER if kind == "wipe" else R.ADD_WRITE_PERM_OF_BROKER,
                           {"brokerName": op[1]})
@@ -149,7 +150,7 @@ def check(ops: list[tuple[Any, ...]], *, off_loop: bool = False, staging: bool =
             _, name, slot, broker_id = op
             cmd = request(R.UNREGISTER_BROKER, {"clusterName": CLUSTER, "brokerName": name,
                                                 "brokerAddr": addr_of(name, slot), "brokerId": str(broker_id)})
-            step = lambda n=name, a=addr_of(name, slot), b=broker_id: model.unregister(n, a, b)  # noqa: E731
+            step = lambda n=name, a=addr_of(name, slot), b=broker_id: model.unregister(n, a, b)  # noqa: B008, E731
         job = processor.decode_off_loop(cmd) if off_loop and kind == "register" else None
         decoded = None if job is None else job()
         staged = processor.stage_register(cmd, decoded) if staging and job is not None else None

@@ -10,7 +10,6 @@ ALLOWED below, with the reason; nothing else may differ.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
