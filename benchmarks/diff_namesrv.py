@@ -41,9 +41,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mqadmin.collect import collect_views  # noqa: E402
+from mqadmin.transport.collect import collect_views  # noqa: E402
 from mqadmin.diff import diff_views  # noqa: E402
-from mqadmin.diff_render import render_report  # noqa: E402
+from mqadmin.render.diff import render_report  # noqa: E402
 from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig  # noqa: E402
 from nameserver.protocol.codes import ORDER_TOPIC_CONFIG, RequestCode, ResponseCode  # noqa: E402
 from nameserver.protocol.command import request  # noqa: E402

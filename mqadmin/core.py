@@ -25,12 +25,12 @@ from typing import (Annotated, Any, Awaitable, Callable, Coroutine, Iterable, No
 import typer
 from typer._click.globals import get_current_context
 
-from .client import DEFAULT_TIMEOUT, Connection, NamesrvConnection
+from .transport.client import DEFAULT_TIMEOUT, Connection, NamesrvConnection
 from .errors import MqadminError, Pending
 from .exit import ExitStatus
-from .fanout import Answer, ask_all
+from .transport.fanout import Answer, ask_all
 from .profiles import resolve
-from .render import AUTO, ReadView, WriteView, render
+from .render.output import AUTO, ReadView, WriteView, render
 from .result import READ, WRITE, Result, Step
 from .usage import error_document, write_document
 

@@ -1,7 +1,7 @@
 """Running ``diff-namesrv``: collect, compare, render, repeat with ``--watch``.
 
 Each round is ``collect_views`` (one asyncio run, progress bar on a terminal's stderr),
-``diff_views`` and the Tracker of diff_watch.py; the output is a table, one JSON or
+``diff_views`` and the Tracker of diff/watch.py; the output is a table, one JSON or
 YAML document, or with ``--watch`` one JSON line (or YAML document) per round. The
 exit status is the last round's; errors go through ``core.guard`` like every command.
 """
@@ -19,17 +19,17 @@ import typer
 
 from nameserver.protocol.bodies import ClusterInfo
 
-from .client import DEFAULT_TIMEOUT, NamesrvConnection
-from .collect import Progress, collect_views
-from .views import PER_HOST_CONFIG
+from .transport.client import DEFAULT_TIMEOUT, NamesrvConnection
+from .transport.collect import Progress, collect_views
+from .render.answers import PER_HOST_CONFIG
 from .core import Common, Environment, ErrorDocument, guard, is_seconds
 from .diff import STRATEGIES, ServerView, UnknownName, diff_views, unknown_names, with_suggestions
-from .diff_render import diagnostics, render_report, render_round
-from .diff_metrics import DEFAULT_TOP, WatchMetrics, serve
-from .diff_watch import Round, Tracker
+from .render.diff import diagnostics, render_report, render_round
+from .render.metrics import DEFAULT_TOP, WatchMetrics, serve
+from .diff.watch import Round, Tracker
 from .errors import MqadminError
-from .render import dump_yaml
-from .fanout import ask_all
+from .render.output import dump_yaml
+from .transport.fanout import ask_all
 from .profiles import resolve
 
 #: config items that differ per server by design, left out of --config comparisons
@@ -149,7 +149,7 @@ def _monitor(options: DiffOptions, stderr: TextIO) -> Iterator[WatchMetrics | No
 
 async def _collect(addrs: Sequence[str], options: DiffOptions, timeout: float,
                    progress: Progress | None) -> list[ServerView]:
-    # collect_views' list has a short repr, which matters to asyncio.run (see collect.py).
+    # collect_views' list has a short repr, which matters to asyncio.run (see transport/collect.py).
     return await collect_views(
         addrs, topics=options.topics, cluster=options.cluster, kv_namespaces=options.kv,
         include_config=options.config, timeout=timeout, concurrency=options.concurrency, progress=progress,

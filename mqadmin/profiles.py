@@ -39,7 +39,7 @@ from typing import Any, Mapping
 import yaml
 
 from .errors import ConfigError
-from .fanout import parse_addrs
+from .transport.fanout import parse_addrs
 
 OUTPUTS = ("table", "json", "yaml")
 _PROFILE_KEYS = {"namesrv", "timeout", "output"}

@@ -4,7 +4,7 @@ A ``Result`` is a list of ``Step``s (one request sent to a set of targets). Each
 keeps one ``Outcome`` per target, in the order the targets were given. Answers are
 held as plain JSON-able data (``to_data`` of the command), canonical (sorted) so that
 equal server states compare equal; grouping equal answers is what tells an operator
-whether the name servers agree. Rendering lives in ``render.py``; this module only
+whether the name servers agree. Rendering lives in ``render/output.py``; this module only
 decides what happened and which exit status that earns.
 """
 
@@ -17,7 +17,7 @@ from nameserver.protocol.codes import code_name
 
 from .errors import NameServerError, ServerFailure, Skipped
 from .exit import ExitStatus
-from .fanout import Answer
+from .transport.fanout import Answer
 
 #: Step kinds. ``read``: answers are compared and decide the exit status; ``write``: every
 #: target must succeed; ``lookup``: a read that only finds the targets of later steps
@@ -123,7 +123,7 @@ class Step:
     target: str = "namesrv"
     #: why the step was not sent (its outcomes then carry Skipped errors)
     skipped: str | None = None
-    #: how render.py shows it (a views.View); not part of the data
+    #: how render/output.py shows it (a render.answers.View); not part of the data
     view: Any = None
     #: the part of an answer compared across servers (getNamesrvConfig leaves per-host paths out)
     same: Callable[[Any], Any] | None = None

@@ -150,7 +150,7 @@ def write_document(doc: dict[str, Any], output: str, stdout: TextIO) -> None:
     if output == "json":
         stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
-        from .render import dump_yaml
+        from .render.output import dump_yaml
 
         stdout.write(dump_yaml(doc))
     stdout.flush()

@@ -14,7 +14,7 @@ from nameserver.protocol.codes import RequestCode
 from nameserver.protocol.command import request
 from nameserver.protocol.frame import encode
 
-from ..client import NamesrvConnection
+from ..transport.client import NamesrvConnection
 from .load import master_request, topics_body
 from .runs import rss
 

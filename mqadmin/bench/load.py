@@ -17,7 +17,7 @@ from nameserver.protocol.frame import encode
 from nameserver.protocol.register import register_body, register_request
 from nameserver.remoting import RemotingConnection
 
-from ..client import NamesrvConnection
+from ..transport.client import NamesrvConnection
 
 
 class _OldestFirst(RemotingConnection):

@@ -17,7 +17,7 @@ from nameserver.protocol.codes import RequestCode
 from nameserver.protocol.command import request
 from nameserver.protocol.compressed import decode_compressed
 
-from ..client import NamesrvConnection
+from ..transport.client import NamesrvConnection
 from .load import EchoServer, drive_routes, master_request, register_fleet, topics_body
 
 Progress = Callable[[str], None]

@@ -14,7 +14,7 @@ import typer
 from nameserver.protocol.bodies import TopicRouteData
 from nameserver.protocol.codes import RequestCode as R
 
-from .. import views
+from ..render import answers
 from ..core import Common, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, read_command, required
 from ..diff import STRATEGIES, consumer_queues
 from .diff import Strategy
@@ -44,7 +44,7 @@ def allocate_mq(
     read_command(
         Common(namesrv, output, timeout, profile, traceback), "allocateMQ",
         {"topic": topic, "client_ids": ids, "strategy": strategy.value},
-        R.GET_ROUTEINFO_BY_TOPIC, lambda c: c.get_route(topic), views.ALLOCATION,
+        R.GET_ROUTEINFO_BY_TOPIC, lambda c: c.get_route(topic), answers.ALLOCATION,
         to_data=lambda route: allocation(topic, route, ids, strategy.value), detail=f"for topic {topic!r}",
     )
 

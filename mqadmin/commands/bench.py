@@ -15,7 +15,7 @@ from rich.table import Table
 from ..bench import hostile, runs
 from ..core import Output, guard
 from ..errors import MqadminError
-from ..fanout import parse_addrs
+from ..transport.fanout import parse_addrs
 
 app = typer.Typer(help="Benchmarks: throughput, latency, registration and memory, as ratios to a same-run floor.",
                   no_args_is_help=True)
@@ -42,7 +42,7 @@ def _emit(result: dict[str, Any], output: Output) -> None:
     if output == Output.json:
         print(json.dumps(result, indent=2))
     elif output == Output.yaml:
-        from ..render import dump_yaml
+        from ..render.output import dump_yaml
         print(dump_yaml(result), end="")
     else:
         table = Table(title=f"mqadmin bench {result['benchmark']}", show_header=True)

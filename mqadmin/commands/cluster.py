@@ -8,8 +8,8 @@ import typer
 
 from nameserver.protocol.codes import RequestCode as R
 
-from .. import views
-from ..client import BrokerConnection, NamesrvConnection
+from ..render import answers
+from ..transport.client import BrokerConnection, NamesrvConnection
 from ..core import Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, run, seconds_option
 from ..errors import NotFound
 from ..result import PROBE, READ, Result, Step
@@ -43,12 +43,12 @@ def cluster_list(
         info = await conn.get_cluster_info()
         if cluster is not None and cluster not in info.cluster_addr_table:
             raise NotFound(conn.addr, R.GET_BROKER_CLUSTER_INFO, f"no cluster {cluster!r}")
-        return views.cluster_data(info, cluster)
+        return answers.cluster_data(info, cluster)
 
     async def build(ctx: Context) -> Result:
         read = Step.from_answers(R.GET_BROKER_CLUSTER_INFO, READ, await ctx.ask(fetch, R.GET_BROKER_CLUSTER_INFO),
-                                 view=views.CLUSTER_TOTALS if more_stats else views.CLUSTER)
-        brokers = sorted({a for o in read.outcomes if o.ok for a in views.cluster_addrs(o.data)})
+                                 view=answers.CLUSTER_TOTALS if more_stats else answers.CLUSTER)
+        brokers = sorted({a for o in read.outcomes if o.ok for a in answers.cluster_addrs(o.data)})
         runtime = await ctx.ask(lambda c: c.get_runtime_info(), R.GET_BROKER_RUNTIME_INFO, addrs=brokers,
                                 connection=BrokerConnection, timeout=min(ctx.timeout, BROKER_PROBE_TIMEOUT))
         probe = Step.from_answers(R.GET_BROKER_RUNTIME_INFO, PROBE, runtime, target="broker")

@@ -8,7 +8,7 @@ import typer
 
 from nameserver.protocol.codes import RequestCode as R
 
-from .. import views
+from ..render import answers
 from ..core import (Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, did_you_mean,
                     read_command, required, write_command)
 from ..result import Result
@@ -26,8 +26,8 @@ def get_namesrv_config(
     difference is a disagreement (a warning on stderr, exit 4).
     """
     read_command(Common(namesrv, output, timeout, profile, traceback), "getNamesrvConfig", {},
-                 R.GET_NAMESRV_CONFIG, lambda c: c.get_config(), views.CONFIG, to_data=views.sorted_map,
-                 same=views.shared_config)
+                 R.GET_NAMESRV_CONFIG, lambda c: c.get_config(), answers.CONFIG, to_data=answers.sorted_map,
+                 same=answers.shared_config)
 
 
 def update_namesrv_config(
@@ -66,4 +66,4 @@ def update_namesrv_config(
 
     write_command(Common(namesrv, output, timeout, profile, traceback), "updateNamesrvConfig",
                   {"key": key, "value": value}, R.UPDATE_NAMESRV_CONFIG, lambda c: c.update_config({key: value}),
-                  views.PLAIN, detail=f"for {key}", check=check)
+                  answers.PLAIN, detail=f"for {key}", check=check)

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..core import Common, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt
-from ..diff_metrics import DEFAULT_TOP
+from ..render.metrics import DEFAULT_TOP
 from ..diff_run import DEFAULT_IGNORED_CONFIG, DiffOptions, run
 
 

@@ -11,7 +11,7 @@ import typer
 from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
 from nameserver.protocol.codes import RequestCode as R
 
-from .. import views
+from ..render import answers
 from ..core import (Common, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, read_command, required,
                     write_command)
 
@@ -32,11 +32,11 @@ def get_kv_config(
     common, namespace = Common(namesrv, output, timeout, profile, traceback), required(namespace, "-s")
     if key is None:
         read_command(common, "getKvConfig", {"namespace": namespace, "key": None}, R.GET_KVLIST_BY_NAMESPACE,
-                     lambda c: c.get_kvlist(namespace), views.KV_TABLE,
-                     to_data=lambda t: {"table": views.sorted_map(t)}, detail=f"for namespace {namespace!r}")
+                     lambda c: c.get_kvlist(namespace), answers.KV_TABLE,
+                     to_data=lambda t: {"table": answers.sorted_map(t)}, detail=f"for namespace {namespace!r}")
     key = required(key, "-k")
     read_command(common, "getKvConfig", {"namespace": namespace, "key": key}, R.GET_KV_CONFIG,
-                 lambda c: c.get_kv(namespace, key), views.KV_VALUE,
+                 lambda c: c.get_kv(namespace, key), answers.KV_VALUE,
                  to_data=lambda v: {"value": v}, detail=f"for key {namespace}/{key}")
 
 
@@ -49,7 +49,7 @@ def update_kv_config(
     namespace, key, value = required(namespace, "-s"), required(key, "-k"), value.strip()
     write_command(Common(namesrv, output, timeout, profile, traceback), "updateKvConfig",
                   {"namespace": namespace, "key": key, "value": value}, R.PUT_KV_CONFIG,
-                  lambda c: c.put_kv(namespace, key, value), views.PLAIN, detail=f"for key {namespace}/{key}")
+                  lambda c: c.put_kv(namespace, key, value), answers.PLAIN, detail=f"for key {namespace}/{key}")
 
 
 def delete_kv_config(
@@ -61,7 +61,7 @@ def delete_kv_config(
     namespace, key = required(namespace, "-s"), required(key, "-k")
     write_command(Common(namesrv, output, timeout, profile, traceback), "deleteKvConfig",
                   {"namespace": namespace, "key": key}, R.DELETE_KV_CONFIG,
-                  lambda c: c.delete_kv(namespace, key), views.PLAIN, detail=f"for key {namespace}/{key}")
+                  lambda c: c.delete_kv(namespace, key), answers.PLAIN, detail=f"for key {namespace}/{key}")
 
 
 class Method(str, Enum):
@@ -84,13 +84,13 @@ def update_order_conf(
     detail = f"for key {ns}/{topic}"
     if method is Method.get:
         read_command(common, "updateOrderConf", args, R.GET_KV_CONFIG, lambda c: c.get_kv(ns, topic),
-                     views.ORDER_CONF, to_data=lambda v: {"value": v}, detail=detail)
+                     answers.ORDER_CONF, to_data=lambda v: {"value": v}, detail=detail)
     if method is Method.delete:
         write_command(common, "updateOrderConf", args, R.DELETE_KV_CONFIG, lambda c: c.delete_kv(ns, topic),
-                      views.PLAIN, detail=detail)
+                      answers.PLAIN, detail=detail)
     conf = (order_conf or "").strip()
     if not _ORDER_CONF.match(conf):
         raise typer.BadParameter("put needs 'brokerName:queueCount;brokerName:queueCount'", param_hint="'-v'")
     args["order_conf"] = conf
     write_command(common, "updateOrderConf", args, R.PUT_KV_CONFIG, lambda c: c.put_kv(ns, topic, conf),
-                  views.PLAIN, detail=detail)
+                  answers.PLAIN, detail=detail)

@@ -14,11 +14,11 @@ import typer
 
 from nameserver.protocol.codes import RequestCode as R
 
-from .. import views
-from ..client import NamesrvConnection
+from ..render import answers
+from ..transport.client import NamesrvConnection
 from ..core import (Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, did_you_mean,
                     required, write_command)
-from ..render import WriteView
+from ..render.output import WriteView
 from ..result import Result
 
 BrokerNameOpt = Annotated[str, typer.Option("-b", "--brokerName", help="Broker name (the group, not an address).",
@@ -42,7 +42,7 @@ def wipe_write_perm(
     """
     name = required(broker_name, "-b")
     _perm_write(Common(namesrv, output, timeout, profile, traceback), "wipeWritePerm", name,
-                R.WIPE_WRITE_PERM_OF_BROKER, lambda c: c.wipe_write_perm(name), "wipeTopicCount", views.WIPE)
+                R.WIPE_WRITE_PERM_OF_BROKER, lambda c: c.wipe_write_perm(name), "wipeTopicCount", answers.WIPE)
 
 
 def add_write_perm(
@@ -59,7 +59,7 @@ def add_write_perm(
     """
     name = required(broker_name, "-b")
     _perm_write(Common(namesrv, output, timeout, profile, traceback), "addWritePerm", name,
-                R.ADD_WRITE_PERM_OF_BROKER, lambda c: c.add_write_perm(name), "addTopicCount", views.ADD)
+                R.ADD_WRITE_PERM_OF_BROKER, lambda c: c.add_write_perm(name), "addTopicCount", answers.ADD)
 
 
 def _perm_write(

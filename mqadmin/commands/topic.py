@@ -10,12 +10,12 @@ import typer
 from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
 from nameserver.protocol.codes import RequestCode as R
 
-from .. import views
-from ..client import BrokerConnection, NamesrvConnection
+from ..render import answers
+from ..transport.client import BrokerConnection, NamesrvConnection
 from ..core import (Common, Context, Interrupted, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt,
                     did_you_mean, read_command, required, run)
 from ..errors import NotFound, Pending
-from ..fanout import Answer
+from ..transport.fanout import Answer
 from ..result import LOOKUP, WRITE, Result, Step
 
 TopicOpt = Annotated[str, typer.Option("-t", "--topic", help="Topic name.", show_default=False)]
@@ -40,8 +40,8 @@ def topic_route(
     topic = required(topic, "-t")
     read_command(
         Common(namesrv, output, timeout, profile, traceback), "topicRoute", {"topic": topic},
-        R.GET_ROUTEINFO_BY_TOPIC, lambda c: c.get_route(topic), views.ROUTE_LIST if java_list else views.ROUTE,
-        to_data=views.route_data, detail=f"for topic {topic!r}",
+        R.GET_ROUTEINFO_BY_TOPIC, lambda c: c.get_route(topic), answers.ROUTE_LIST if java_list else answers.ROUTE,
+        to_data=answers.route_data, detail=f"for topic {topic!r}",
     )
 
 
@@ -66,11 +66,11 @@ def topic_cluster_list(
             if isinstance(answer, BaseException):
                 raise answer
         assert isinstance(route, TopicRouteData) and isinstance(info, ClusterInfo)
-        return views.topic_clusters(route, info)
+        return answers.topic_clusters(route, info)
 
     read_command(
         Common(namesrv, output, timeout, profile, traceback), "topicClusterList", {"topic": topic},
-        R.GET_ROUTEINFO_BY_TOPIC, fetch, views.TOPIC_CLUSTERS, detail=f"for topic {topic!r}",
+        R.GET_ROUTEINFO_BY_TOPIC, fetch, answers.TOPIC_CLUSTERS, detail=f"for topic {topic!r}",
     )
 
 
@@ -93,7 +93,7 @@ def topic_list(
     read_command(
         Common(namesrv, output, timeout, profile, traceback), "topicList", {"cluster_model": cluster_model},
         R.GET_TOPICS_BY_CLUSTER if cluster_model else R.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
-        by_cluster if cluster_model else all_topics, views.TOPICS_BY_CLUSTER if cluster_model else views.TOPICS,
+        by_cluster if cluster_model else all_topics, answers.TOPICS_BY_CLUSTER if cluster_model else answers.TOPICS,
     )
 
 
@@ -120,13 +120,13 @@ def delete_topic(
         info = await conn.get_cluster_info()
         if cluster not in info.cluster_addr_table:
             raise NotFound(conn.addr, R.GET_BROKER_CLUSTER_INFO, f"no cluster {cluster!r}")
-        return {"masters": views.cluster_masters(views.cluster_data(info, cluster), cluster)}
+        return {"masters": answers.cluster_masters(answers.cluster_data(info, cluster), cluster)}
 
     async def build(ctx: Context) -> Result:
         found, routes = await asyncio.gather(ctx.ask(masters, R.GET_BROKER_CLUSTER_INFO),
                                              ctx.ask(lambda c: c.get_route(topic), R.GET_ROUTEINFO_BY_TOPIC,
                                                      detail=f"for topic {topic!r}"))
-        lookup = Step.from_answers(R.GET_BROKER_CLUSTER_INFO, LOOKUP, found, view=views.MASTERS)
+        lookup = Step.from_answers(R.GET_BROKER_CLUSTER_INFO, LOOKUP, found, view=answers.MASTERS)
         targets = {a: n for o in lookup.outcomes if o.ok for n, a in o.data["masters"].items()}
         error = await _nothing_to_delete(ctx, topic, cluster, lookup, routes)
         if error is not None or not targets:

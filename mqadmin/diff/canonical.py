@@ -144,7 +144,7 @@ class CanonicalView:
 
 def canonicalize(view: ServerView) -> CanonicalView:
     # Routes are immutable and a collector may hand the same TopicRouteData object to
-    # every topic whose answer had the same bytes (mqadmin/collect.py does): compute each
+    # every topic whose answer had the same bytes (mqadmin/transport/collect.py does): compute each
     # object's key once. Keyed by id(), which is stable while ``view`` holds the objects.
     keys: dict[int, bytes | None] = {}
     routes: dict[str, bytes | None] = {}

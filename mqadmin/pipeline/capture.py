@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from ..collect import collect_views
+from ..transport.collect import collect_views
 from ..diff import ServerView
 from .schema import SUFFIX, Capture, capture_of, encode_capture, file_name, round_dir_name
 

@@ -9,7 +9,7 @@ from typing import Callable
 import pytest
 
 from mqadmin.errors import AddressError, ConfigError
-from mqadmin.fanout import ask_all, parse_addrs
+from mqadmin.transport.fanout import ask_all, parse_addrs
 from mqadmin.profiles import resolve
 from tests.cli.conftest import Run
 from tests.cli.fakes import ThreadedServer, unused_addr

@@ -13,8 +13,8 @@ from typing import Any, Callable, Coroutine
 
 import pytest
 
-from mqadmin.client import NamesrvConnection
-from mqadmin.fanout import ask_all
+from mqadmin.transport.client import NamesrvConnection
+from mqadmin.transport.fanout import ask_all
 from nameserver.protocol.codes import ResponseCode
 from nameserver.protocol.command import RemotingCommand
 from nameserver.protocol.frame import NEED_DATA, FrameDecoder, encode

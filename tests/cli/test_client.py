@@ -8,7 +8,7 @@ from typing import Any, Awaitable, Callable
 
 import pytest
 
-from mqadmin.client import BrokerConnection, NamesrvConnection, build_request
+from mqadmin.transport.client import BrokerConnection, NamesrvConnection, build_request
 from mqadmin.errors import BadResponse, NameServerError, QueryNotFound, TopicNotExist, Unreachable
 from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
 from nameserver.protocol.codes import RequestCode, ResponseCode

@@ -10,7 +10,7 @@ from typing import Callable
 import pytest
 from typer.testing import CliRunner
 
-from mqadmin import views
+from mqadmin.render import answers
 from mqadmin.cli import app
 from mqadmin.errors import AddressError
 from tests.cli.conftest import Run
@@ -131,7 +131,7 @@ def test_a_bug_is_one_line_unless_traceback(cli: Cli, addrs: list[str], monkeypa
     def broken(table: object) -> dict[str, str]:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(views, "sorted_map", broken)
+    monkeypatch.setattr(answers, "sorted_map", broken)
     run = cli("getNamesrvConfig", "-n", addrs[0])
     assert run.code == 1 and run.out == ""
     assert run.err_lines == ["mqadmin: error: unexpected RuntimeError: boom (run with --traceback for details)"]

@@ -11,10 +11,10 @@ from typing import Any, Callable
 
 import pytest
 
-from mqadmin.client import build_request
-from mqadmin.collect import collect_views
+from mqadmin.transport.client import build_request
+from mqadmin.transport.collect import collect_views
 from mqadmin.diff import ServerView
-from mqadmin.route_pump import route_request_frame
+from mqadmin.transport.route_pump import route_request_frame
 from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicList, TopicRouteData
 from nameserver.protocol.codes import RequestCode, ResponseCode
 from nameserver.protocol.command import RemotingCommand
@@ -124,7 +124,7 @@ def test_unreachable_and_silent_servers_get_an_error(fake_server: Callable[..., 
     assert views[0].error == f"{dead}: GET_BROKER_CLUSTER_INFO (106): connection refused"
     assert views[1].error == f"{silent.addr}: GET_BROKER_CLUSTER_INFO (106): no answer within 0.3 s"
     assert views[1].latency_ms is not None and views[1].latency_ms >= 300
-    assert "2 ServerViews" in repr(views)  # short: asyncio.run formats it (see collect.py)
+    assert "2 ServerViews" in repr(views)  # short: asyncio.run formats it (see transport/collect.py)
 
 
 def test_bad_arguments() -> None:

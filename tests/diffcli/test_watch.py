@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import IO, Callable
 
 from mqadmin.diff import ServerView, diff_views
-from mqadmin.diff_render import age_text, queues_text, render_round
+from mqadmin.render.diff import age_text, queues_text, render_round
 from mqadmin.diff_run import _progress_bar
-from mqadmin.diff_watch import Round, Tracker, exit_status
+from mqadmin.diff.watch import Round, Tracker, exit_status
 from mqadmin.exit import ExitStatus
 from tests.diff.views import route, view
 from tests.diffcli.conftest import Brokers, ns, row

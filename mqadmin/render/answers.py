@@ -3,7 +3,7 @@
 ``*_data`` functions turn a decoded answer into plain data in standard JSON with
 RocketMQ's own field names (``brokerDatas``, ``queueDatas``, ``topicList``, ...) and
 every list sorted, so two servers holding the same state give equal data. The views
-say how render.py lays that data out as a table.
+say how render/output.py lays that data out as a table.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any, Iterator, Mapping, Sequence
 from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
 from nameserver.protocol.codes import MASTER_ID, PERM_READ, PERM_WRITE, RequestCode
 
-from .diff import Queue
-from .render import ReadView, Row, WriteView
-from .result import Result
+from ..diff import Queue
+from .output import ReadView, Row, WriteView
+from ..result import Result
 
 # ----------------------------------------------------------------- helpers ----
 

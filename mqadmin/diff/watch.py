@@ -32,8 +32,8 @@ import string
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .diff import SCHEMA_VERSION, DiffReport, Finding, ServerSummary, ServerView, TopicImpact, UnknownName
-from .exit import ExitStatus
+from . import SCHEMA_VERSION, DiffReport, Finding, ServerSummary, ServerView, TopicImpact, UnknownName
+from ..exit import ExitStatus
 
 COMMAND = "diff-namesrv"
 #: (kind, topic, broker, subject): what a finding is about, whatever the values

@@ -22,8 +22,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .errors import NameServerError, Pending, Skipped, request_label
-from .result import LOOKUP, PROBE, READ, WRITE, Group, Result, Step
+from ..errors import NameServerError, Pending, Skipped, request_label
+from ..result import LOOKUP, PROBE, READ, WRITE, Group, Result, Step
 
 #: the output when neither -o nor a profile chose one: Java's layout where a view has one
 AUTO = "auto"

@@ -21,8 +21,8 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from .diff.model import Kind
-from .diff_watch import Round, finding_id
+from ..diff.model import Kind
+from ..diff.watch import Round, finding_id
 
 PREFIX = "mqadmin_diff"
 #: every finding kind, so each has a series (0 when the last round had none)

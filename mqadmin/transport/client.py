@@ -25,9 +25,9 @@ from nameserver.registry.config import ConfigError as PropertiesError
 from nameserver.registry.config import parse_properties
 from nameserver.remoting import RemotingConnection, RemotingError, split_host_port
 
-from .errors import BadResponse, NameServerError, ServerFailure, Unreachable
+from ..errors import BadResponse, NameServerError, ServerFailure, Unreachable
 
-log = logging.getLogger("mqadmin.client")
+log = logging.getLogger("mqadmin.transport.client")
 
 #: seconds; what ``--timeout`` defaults to (Java: 3 s connect + 5 s per request)
 DEFAULT_TIMEOUT = 3.0

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Awaitable, Callable, Generic, Sequence, TypeVar
 
 from .client import DEFAULT_TIMEOUT, Connection, NamesrvConnection
-from .errors import AddressError, ServerFailure, Unreachable
+from ..errors import AddressError, ServerFailure, Unreachable
 
 T = TypeVar("T")
 C = TypeVar("C", bound=Connection)

@@ -21,9 +21,9 @@ from rich.text import Text
 
 from nameserver.protocol.codes import PERM_READ, PERM_WRITE
 
-from .diff import PRESENT, DiffReport, Finding, Kind, Queue, TopicImpact, UnknownName, Value
-from .diff_watch import Round, ServerChange, server_ids
-from .render import make_console
+from ..diff import PRESENT, DiffReport, Finding, Kind, Queue, TopicImpact, UnknownName, Value
+from ..diff.watch import Round, ServerChange, server_ids
+from .output import make_console
 
 #: topic names shown for a group of topics that differ alike
 _NAMES_SHOWN = 3
@@ -324,7 +324,7 @@ def age_text(seconds: float) -> str:
 
 class _console:
     """A console on ``out``; through a buffer when not a terminal so that lines lose
-    rich's padding blanks (as render.py does for pipes)."""
+    rich's padding blanks (as render/output.py does for pipes)."""
 
     def __init__(self, out: TextIO, tty: bool) -> None:
         self.out, self.tty = out, tty

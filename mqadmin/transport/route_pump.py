@@ -36,7 +36,7 @@ from nameserver.protocol.frame import encode
 from nameserver.remoting import RemotingConnection, RemotingError
 
 from .client import build_request, failure
-from .errors import BadResponse, NameServerError, request_label
+from ..errors import BadResponse, NameServerError, request_label
 
 _ROUTE = RequestCode.GET_ROUTEINFO_BY_TOPIC
 _PREFIX = struct.Struct(">Ii")

@@ -22,8 +22,8 @@ from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
 from nameserver.protocol.codes import ORDER_TOPIC_CONFIG, RequestCode
 
 from .client import NamesrvConnection
-from .diff import ServerView
-from .errors import QueryNotFound, ServerFailure
+from ..diff import ServerView
+from ..errors import QueryNotFound, ServerFailure
 from .route_pump import RoutePump
 
 #: progress(addr, routes answered, routes to ask) while routes arrive

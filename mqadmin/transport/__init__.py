@@ -1,0 +1,1 @@
+"""Talking to name servers and brokers: typed client, fan-out to every server, route pump, collect."""
