@@ -14,7 +14,7 @@ from .commands import help as help_commands
 from .commands import fixture as fixture_commands
 from .commands import pipeline as pipeline_commands
 from .commands import diff as diff_commands
-from .core import EXIT_BROKEN_PIPE, silence_stdout
+from .core import silence_stdout
 from .exit import EXIT_CODES_HELP, ExitStatus
 from .usage import PlainCommand, PlainFlags, error_document, output_format, reflow, usage_line, write_document
 
@@ -59,13 +59,13 @@ class JavaNamesGroup(PlainFlags, TyperGroup):
             code = int(ExitStatus.ERROR)
         except BrokenPipeError:
             silence_stdout()
-            code = EXIT_BROKEN_PIPE
+            code = ExitStatus.BROKEN_PIPE
         except SystemExit as exc:
             # rich stops a help text whose reader went away with SystemExit(1)
             if not isinstance(exc.__context__, BrokenPipeError):
                 raise
             silence_stdout()
-            code = EXIT_BROKEN_PIPE
+            code = ExitStatus.BROKEN_PIPE
         sys.exit(code if isinstance(code, int) else 0)
 
 

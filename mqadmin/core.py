@@ -38,8 +38,6 @@ T = TypeVar("T")
 PROG = "mqadmin"
 #: what a shell reports for a command stopped by Ctrl-C (128 + SIGINT)
 EXIT_INTERRUPTED = int(ExitStatus.INTERRUPTED)
-#: 128 + SIGPIPE, what a shell reports for a writer whose reader went away
-EXIT_BROKEN_PIPE = 141
 
 
 class Output(str, Enum):
@@ -211,7 +209,7 @@ def guard(body: Callable[[], int], *, traceback: bool = False,
                 on_error(line, status)
             except BrokenPipeError:
                 silence_stdout()
-                return EXIT_BROKEN_PIPE
+                return ExitStatus.BROKEN_PIPE
         return status
 
     try:
@@ -230,7 +228,7 @@ def guard(body: Callable[[], int], *, traceback: bool = False,
         # The reader went away (`diff-namesrv --watch | head -3`): stop quietly, as Unix
         # tools do, and keep Python from complaining when it flushes stdout at exit.
         silence_stdout()
-        return EXIT_BROKEN_PIPE
+        return ExitStatus.BROKEN_PIPE
     except Exception as exc:
         if traceback:
             raise

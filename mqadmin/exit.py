@@ -17,9 +17,12 @@ class ExitStatus(IntEnum):
     DISAGREE = 4
     #: Ctrl-C (128 + SIGINT); an interrupted write still reports each server
     INTERRUPTED = 130
+    #: the reader of stdout went away (128 + SIGPIPE), as a shell pipeline expects
+    BROKEN_PIPE = 141
 
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 ok; 1 error (bad input, nothing succeeded); 2 usage; "
-    "3 partial failure (some name servers failed or unreachable); 4 name servers disagree."
+    "3 partial failure (some name servers failed or unreachable); 4 name servers disagree; "
+    "130 interrupted (Ctrl-C); 141 the output's reader went away."
 )

@@ -20,7 +20,8 @@ from tests.nsprocess import NameServerProcess
 Cli = Callable[..., Run]
 
 EXIT_CODES = ("Exit codes: 0 ok; 1 error (bad input, nothing succeeded); 2 usage; 3 partial failure "
-              "(some name servers failed or unreachable); 4 name servers disagree.")
+              "(some name servers failed or unreachable); 4 name servers disagree; 130 interrupted (Ctrl-C); "
+              "141 the output's reader went away.")
 ADMIN_COMMANDS = ["clusterList", "topicRoute", "topicList", "getKvConfig", "getNamesrvConfig", "wipeWritePerm",
                   "addWritePerm", "updateKvConfig", "deleteKvConfig", "updateNamesrvConfig", "updateOrderConf",
                   "deleteTopic"]
