@@ -8,6 +8,7 @@ import math
 import sys
 import time
 import warnings
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -18,6 +19,20 @@ from ..exit import ExitStatus
 from .diff import Strategy
 
 OutDirOpt = Annotated[Path, typer.Option("--out", help="Directory to write to.", show_default=False)]
+
+
+class CaptureFormat(str, Enum):
+    v2 = "v2"
+    v1 = "v1"
+
+
+FormatOpt = Annotated[CaptureFormat, typer.Option(
+    "--format",
+    help="Capture format: v2 stores what changed since the server's previous round and a keyframe every "
+         "--keyframe-every rounds; v1 every route every round (SCHEMA.md).")]
+KeyframeOpt = Annotated[int, typer.Option("--keyframe-every", min=1, metavar="ROUNDS",
+                                          help="v2: a full keyframe every ROUNDS rounds per server (a lost file "
+                                               "costs at most that many rounds of its server).")]
 
 
 def _echo(line: str) -> None:
@@ -35,11 +50,13 @@ def snapshot(
     kv: Annotated[Optional[list[str]], typer.Option(
         "--kv", metavar="NAMESPACE", show_default=False,
         help="KV namespace to capture (repeatable). Default: ORDER_TOPIC_CONFIG.")] = None,
+    format_: FormatOpt = CaptureFormat.v2, keyframe_every: KeyframeOpt = 60,
     namesrv: NamesrvOpt = None, timeout: TimeoutOpt = None, profile: ProfileOpt = None,
     traceback: TracebackOpt = False,
 ) -> None:
     """Capture every name server's cluster info, topic list, routes and KV namespaces,
-    one msgpack file per server per round under OUT/<round>/ (written atomically).
+    one msgpack file per server per round under OUT/<round>/ (written atomically; v2,
+    the default, holds only what changed since that server's previous round).
 
     Runs until --rounds or --duration, or Ctrl-C or SIGTERM (which finish the round under
     way; a second one stops at once, exit 130). Exit 0 when every server answered every
@@ -54,7 +71,8 @@ def snapshot(
     def body() -> int:
         target = resolve(namesrv, profile)
         plan = SnapshotPlan(target.addrs, out, every=every, rounds=rounds, duration=duration,
-                            kv_namespaces=tuple(kv or ("ORDER_TOPIC_CONFIG",)), timeout=timeout or target.timeout or 3.0)
+                            kv_namespaces=tuple(kv or ("ORDER_TOPIC_CONFIG",)), timeout=timeout or target.timeout or 3.0,
+                            version=_version(format_), keyframe_every=keyframe_every)
         _echo(f"snapshot: {len(plan.addrs)} name servers ({target.source}) every {every:g} s into {out}")
         try:
             stats = asyncio.run(run_snapshot(plan, _echo, progress=_progress() if sys.stderr.isatty() else None))
@@ -69,6 +87,10 @@ def snapshot(
         return int(ExitStatus.PARTIAL if stats.failed else ExitStatus.OK)
 
     raise typer.Exit(code=guard(body, traceback=traceback))
+
+
+def _version(format_: CaptureFormat) -> int:
+    return 1 if format_ is CaptureFormat.v1 else 2
 
 
 def _progress():  # type: ignore[no-untyped-def]
@@ -251,6 +273,7 @@ def synth_history(
                                                        "epoch ms; UTC unless given).")] = "2026-01-01T00:00:00Z",
     events: Annotated[float, typer.Option("--events", min=0.0, help="Event rate multiplier (0: none).")] = 1.0,
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="List the events drawn.")] = False,
+    format_: FormatOpt = CaptureFormat.v2, keyframe_every: KeyframeOpt = 60,
     traceback: TracebackOpt = False,
 ) -> None:
     """Generate a capture history (register periods, partitions, crashes, restarts, perm
@@ -275,7 +298,8 @@ def synth_history(
                        "writes a whole history: give a new or empty directory")
             return int(ExitStatus.ERROR)
         plan = SynthPlan(out, servers=servers, brokers=brokers, topics=topics, hours=hours, every=every, seed=seed,
-                         spread=spread, start=start, events_per_day=events)
+                         spread=spread, start=start, events_per_day=events, version=_version(format_),
+                         keyframe_every=keyframe_every)
         started = time.perf_counter()
         tty = sys.stderr.isatty()
 

@@ -10,14 +10,14 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from .schema import SUFFIX, in_round_directory
+from .schema import in_round_directory, is_capture_name
 from .session import cancel_all, java_binary
 
 def capture_bytes(captures: Path) -> int | None:
     """Total size of the capture files in round directories (NNNNNN/) under ``captures``,
     the files the job reads (schema.in_round_directory); None when there is none."""
-    sizes = [p.stat().st_size for p in captures.rglob("*" + SUFFIX)
-             if in_round_directory(p.as_posix()) and not p.name.startswith(".")]
+    sizes = [p.stat().st_size for p in captures.rglob("*.msgpack*")
+             if in_round_directory(p.as_posix()) and is_capture_name(p.name)]
     return sum(sizes) if sizes else None
 
 

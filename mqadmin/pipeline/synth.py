@@ -43,8 +43,9 @@ import msgpack
 from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
 from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
 
-from .capture import write_atomic
-from .schema import SCHEMA, SUFFIX, VERSION, file_name, round_dir_name
+from .capture import capture_path, write_atomic
+from .delta import DEFAULT_KEYFRAME_EVERY, DeltaEncoder
+from .schema import SCHEMA, VERSION, is_capture_name, round_dir_name
 from .times import parse_time
 
 EXPIRY_MS = 120_000
@@ -67,6 +68,8 @@ class SynthPlan:
     clusters: int | None = None  # default: one per 16 broker groups
     start: str = DEFAULT_START
     events_per_day: float = 1.0  # scales every event rate
+    version: int = 2  # capture format: 2 (delta.py) or 1 (every route every round)
+    keyframe_every: int = DEFAULT_KEYFRAME_EVERY  # v2: rounds between keyframes
 
 
 @dataclass
@@ -407,6 +410,7 @@ def synthesize(plan: SynthPlan, progress: Callable[[int, int], None] | None = No
     packer = _Packer(layout)
     kv_table = msgpack.packb(layout.order_conf)
     result = SynthResult(rounds, 0, 0, fleet.events, 0)
+    encoder = DeltaEncoder(plan.keyframe_every) if plan.version == 2 else None
     for r in range(rounds):
         t = start + r * every_ms
         up = [s for s in range(plan.servers) if not _within(fleet.down.get(s, ()), t)]
@@ -432,7 +436,9 @@ def synthesize(plan: SynthPlan, progress: Callable[[int, int], None] | None = No
                     ("topics", topics), ("kv", kv), ("config", packer.pk.pack(None)),
                     ("failures", packer.pk.pack([]))])
                 result.route_rows += _row_count(layout, present[s], union)
-            path = plan.out / round_dir_name(r) / file_name(addr)
+            if encoder is not None:
+                data = encoder.encode(data)
+            path = capture_path(plan.out, r, addr, plan.version)
             try:
                 write_atomic(path, data, durable=False)
             except OSError:
@@ -448,8 +454,9 @@ def synthesize(plan: SynthPlan, progress: Callable[[int, int], None] | None = No
 
 def _drop_round(directory: Path) -> None:
     """Remove what a failed round wrote (its files, then its directory if it empties)."""
-    for path in directory.glob("*" + SUFFIX):
-        path.unlink(missing_ok=True)
+    for path in directory.iterdir():
+        if is_capture_name(path.name):
+            path.unlink(missing_ok=True)
     try:
         directory.rmdir()
     except OSError:
