@@ -26,6 +26,14 @@ class CaptureFormat(str, Enum):
     v1 = "v1"
 
 
+class Fleet(str, Enum):
+    jmh = "jmh"
+
+
+#: --fleet presets: RocketMQ's benchmark fleet, 4 clusters x 8 broker groups, 40,000 topics
+#: each on the 8 groups of its cluster, watched by 5 name servers once a minute.
+FLEETS = {Fleet.jmh: dict(servers=5, brokers=32, clusters=4, topics=40_000, spread=8, every=60.0, operations=True)}
+
 FormatOpt = Annotated[CaptureFormat, typer.Option(
     "--format",
     help="Capture format: v2 stores what changed since the server's previous round and a keyframe every "
@@ -272,6 +280,14 @@ def synth_history(
     start: Annotated[str, typer.Option("--start", help="Time of the first capture (2026-01-01, ...T08:00[Z], "
                                                        "epoch ms; UTC unless given).")] = "2026-01-01T00:00:00Z",
     events: Annotated[float, typer.Option("--events", min=0.0, help="Event rate multiplier (0: none).")] = 1.0,
+    operations: Annotated[bool, typer.Option(
+        "--operations", help="Also what operators do in a day: topics created and deleted, a rolling name-server "
+                             "restart, a name server cut off from the brokers.")] = False,
+    fleet: Annotated[Optional[Fleet], typer.Option(
+        "--fleet", show_default=False,
+        help="A preset fleet instead of --servers/--brokers/--topics/--spread/--every: jmh = 5 name servers, "
+             "4 clusters x 8 broker groups, 40,000 topics each on the 8 groups of its cluster, a round a minute, "
+             "with --operations.")] = None,
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="List the events drawn.")] = False,
     format_: FormatOpt = CaptureFormat.v2, keyframe_every: KeyframeOpt = 60,
     traceback: TracebackOpt = False,
@@ -297,9 +313,10 @@ def synth_history(
             error_line(f"{out} already holds captures (rounds up to {held - 1:06d}); synth-history "
                        "writes a whole history: give a new or empty directory")
             return int(ExitStatus.ERROR)
-        plan = SynthPlan(out, servers=servers, brokers=brokers, topics=topics, hours=hours, every=every, seed=seed,
-                         spread=spread, start=start, events_per_day=events, version=_version(format_),
-                         keyframe_every=keyframe_every)
+        shape = dict(servers=servers, brokers=brokers, topics=topics, every=every, spread=spread,
+                     operations=operations) | (FLEETS[fleet] if fleet is not None else {})
+        plan = SynthPlan(out, hours=hours, seed=seed, start=start, events_per_day=events, version=_version(format_),
+                         keyframe_every=keyframe_every, **shape)  # type: ignore[arg-type]
         started = time.perf_counter()
         tty = sys.stderr.isatty()
 
@@ -311,7 +328,7 @@ def synth_history(
         if tty:
             sys.stderr.write("\r\x1b[K")
         if verbose:
-            for line in describe(result.events, servers):
+            for line in describe(result.events, plan.servers):
                 _echo(f"  {line}")
         _echo(f"synth-history: {result.rounds} rounds, {result.files} files, {result.route_rows:,} route rows, "
               f"{len(result.events)} events, {result.bytes / 1e6:,.0f} MB in {time.perf_counter() - started:.1f} s "

@@ -116,6 +116,7 @@ class _Chain:
     view: dict[str, Any]  # small fields, topic_list included
     topics: dict[str, bytes | None]  # topic -> route hash, None: TOPIC_NOT_EXIST
     stored: set[bytes] = field(default_factory=set)  # hashes whose route the chain holds
+    source: object = None  # the topics list it was made from (an identical one needs no hashing)
 
 
 class DeltaEncoder:
@@ -154,23 +155,25 @@ class DeltaEncoder:
 
     def encode(self, v1: bytes) -> bytes:
         """The v2 file of a v1 capture; raises CaptureFormatError when ``v1`` is not one."""
-        cap = split_capture(v1)
+        return self.encode_split(split_capture(v1))
+
+    def encode_split(self, cap: SplitCapture) -> bytes:
+        """The v2 file of a v1 capture already split (synth.py builds it so)."""
         server, round_no = cap.header["server"], cap.header["round"]
-        routes: dict[str, bytes] = {}
-        topics: dict[str, bytes | None] = {}
-        for topic, raw in cap.topics:
-            if raw == NIL:
-                topics[topic] = None
-            else:
-                digest = topics[topic] = self._digest(raw)
-                routes.setdefault(digest, raw)
         prev = self._chains.get(server)
-        if prev is None or round_no <= prev.round or round_no >= prev.keyframe + self.keyframe_every:
-            body, stored = self._keyframe(cap, topics, routes), set(routes)
-            chain = _Chain(round_no, round_no, cap.view, topics, stored)
+        keyframe = prev is None or round_no <= prev.round or round_no >= prev.keyframe + self.keyframe_every
+        if not keyframe and prev is not None and cap.topics is prev.source:
+            # The very list of the previous round (synth.py shares them): nothing to hash.
+            body, _ = self._delta(cap, prev, prev.topics, {}, same_topics=True)
+            chain = _Chain(prev.keyframe, round_no, cap.view, prev.topics, prev.stored, prev.source)
         else:
-            body, new = self._delta(cap, prev, topics, routes)
-            chain = _Chain(prev.keyframe, round_no, cap.view, topics, prev.stored | new)
+            topics, routes = self._hashed(cap)
+            if keyframe or prev is None:
+                body, stored = self._keyframe(cap, topics, routes), set(routes)
+                chain = _Chain(round_no, round_no, cap.view, topics, stored, cap.topics)
+            else:
+                body, new = self._delta(cap, prev, topics, routes)
+                chain = _Chain(prev.keyframe, round_no, cap.view, topics, prev.stored | new, cap.topics)
         head = {k: cap.header.get(k) for k in HEADER[2:7]} | {
             "schema": SCHEMA, "version": VERSION_V2, "keyframe": chain.keyframe,
             "prev": None if prev is None or chain.keyframe == round_no else prev.round}
@@ -183,13 +186,25 @@ class DeltaEncoder:
             parts += [pk.pack(key), packed]
         return b"".join(parts)
 
+    def _hashed(self, cap: SplitCapture) -> tuple[dict[str, bytes | None], dict[bytes, bytes]]:
+        """topic -> route hash (None: no route), and hash -> route."""
+        routes: dict[bytes, bytes] = {}
+        topics: dict[str, bytes | None] = {}
+        for topic, raw in cap.topics:
+            if raw == NIL:
+                topics[topic] = None
+            else:
+                digest = topics[topic] = self._digest(raw)
+                routes.setdefault(digest, raw)
+        return topics, routes
+
     def _keyframe(self, cap: SplitCapture, topics: Mapping[str, bytes | None], routes: Mapping[bytes, bytes]
                   ) -> list[tuple[str, bytes]]:
         pk = self._pk
         return [("view", pk.pack(cap.view)), ("topics", pk.pack(dict(topics))), ("routes", self._routes(routes))]
 
     def _delta(self, cap: SplitCapture, prev: _Chain, now: Mapping[str, bytes | None],
-               routes: Mapping[bytes, bytes]) -> tuple[list[tuple[str, bytes]], set[bytes]]:
+               routes: Mapping[bytes, bytes], same_topics: bool = False) -> tuple[list[tuple[str, bytes]], set[bytes]]:
         """The body of a delta, and the hashes of the routes it stores."""
         pk = self._pk
         body: list[tuple[str, bytes]] = []
@@ -201,6 +216,8 @@ class DeltaEncoder:
         if unset:
             body.append(("view_unset", pk.pack(unset)))
         body.extend(_topic_list_change(old_view, cap.view, pk))
+        if same_topics:
+            return body, set()
         base: Mapping[str, bytes | None] = prev.topics
         if not now and prev.topics:
             body.append(("topics_reset", pk.pack(True)))  # a server that stopped answering: no 40,000 deletions

@@ -17,7 +17,7 @@ from tests.pipeline.conftest import MINUTE, T0, hand_rounds
 
 COMPARED = ("divergence", "windows", "brokers", "broker_events", "summary")
 #: Every event kind of synth.py at a rate that puts each in two hours of 3 servers.
-PLAN = dict(servers=3, brokers=8, topics=200, hours=2, every=60, seed=12, events_per_day=40)
+PLAN = dict(servers=3, brokers=8, topics=200, hours=2, every=60, seed=12, events_per_day=40, operations=True)
 
 
 def _rows(spark: Any, out: Path, name: str) -> list[str]:
@@ -46,7 +46,9 @@ def synth_pair(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 def test_synth_history_with_every_event_kind_gives_the_same_tables(spark: Any, synth_pair: dict[str, Any]) -> None:
     kinds = {e.kind for e in synth_pair["events"]}
     assert kinds >= {"partition", "broker_crash", "broker_restart", "namesrv_restart", "namesrv_outage",
-                     "perm_wipe_partial"}
+                     "perm_wipe_partial", "topic_create", "topic_delete", "namesrv_rolling_restart",
+                     "namesrv_partition"}
+    assert {e.detail for e in synth_pair["events"] if e.kind == "broker_crash"} == {"kill", "host"}  # host: expiry
     base = synth_pair["base"]
     _assert_same_tables(spark, base / "out1", base / "out2")
     assert synth_pair["v1"].counts == synth_pair["v2"].counts
