@@ -284,7 +284,7 @@ def _check_v2_header(header: Mapping[str, Any]) -> None:
         check_header(header)  # says "not a capture" or "newer version"
         raise CaptureFormatError(f"capture version {header.get('version')!r} in a {SUFFIX_V2} file (expected "
                                  f"{VERSION_V2})")
-    check_header(header | {"version": 1})
+    check_header({**header, "version": 1})
     if not isinstance(header.get("keyframe"), int) or not (header.get("prev") is None or
                                                           isinstance(header.get("prev"), int)):
         raise CaptureFormatError("capture field 'keyframe' or 'prev' is missing or not an int")
@@ -340,13 +340,14 @@ class DeltaDecoder:
             return default if key not in raw else msgpack.unpackb(raw[key], raw=False, strict_map_key=False)
 
         if keyframe == round_no:
-            chain = _ReadChain(keyframe, round_no, {}, {}, {})
+            chain: _ReadChain = _ReadChain(keyframe, round_no, {}, {}, {})
         else:
-            chain = self._chains.pop(server, None)  # whatever happens below, this chain is used up
-            if chain is None or chain.keyframe != keyframe or chain.round != prev_round:
+            previous = self._chains.pop(server, None)  # whatever happens below, this chain is used up
+            if previous is None or previous.keyframe != keyframe or previous.round != prev_round:
                 raise CaptureFormatError(
                     f"delta of round {round_no} builds on round {prev_round} of {server}, which is missing or "
                     f"unreadable; this server's captures are readable again from its next keyframe")
+            chain = previous
             chain.round = round_no
         for h, route in routes.items():
             if not isinstance(h, bytes):

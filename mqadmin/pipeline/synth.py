@@ -225,8 +225,8 @@ def _build(f: _Fleet) -> None:
                     at = e.start_ms + int(f.rng.random() * (e.end_ms - e.start_ms))
                     a, z = life.get(s, (-1, 2 ** 62))
                     life[s] = (at, z) if e.kind == "topic_create" else (a, at)
-    for s, intervals in f.down.items():
-        intervals.sort()
+    for downs in f.down.values():
+        downs.sort()
     for b in range(f.n_brokers):
         # Every broker has been up for a while when the history starts.
         begin = f.start_ms - EXPIRY_MS - f.rng.randrange(PERIOD_MS) - FIRST_PERIODIC_MS

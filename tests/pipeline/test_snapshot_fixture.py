@@ -97,7 +97,8 @@ def test_snapshot_then_analyze_finds_the_partition(spark: Any, tmp_path: Path) -
     assert "orders" in text and start in text
 
 
-@pytest.mark.parametrize("args", [["--rounds", "1", "--duration", "1"]])
+@pytest.mark.parametrize("args", [["--rounds", "1", "--duration", "1"], ["--keyframe-every", "0"],
+                                  ["--format", "v3"]], ids=["rounds-and-duration", "keyframe-0", "format-v3"])
 def test_snapshot_usage_errors(args: list[str], tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["snapshot", "-n", "127.0.0.1:1", "--out", str(tmp_path), *args])
     assert result.exit_code == 2
@@ -113,6 +114,20 @@ def test_snapshot_of_unreachable_server_writes_error_captures(tmp_path: Path) ->
     # One line per round naming the server once: "round 0: 127.0.0.1:1: ...: connection refused".
     lines = [line for line in result.stderr.splitlines() if line.startswith("round 0: 127.0.0.1:1")]
     assert len(lines) == 1 and lines[0].count("127.0.0.1:1") == 1, result.stderr
+
+
+@pytest.mark.parametrize("fmt,names", [("v2", ["127.0.0.1_1.msgpack2"] * 3), ("v1", ["127.0.0.1_1.msgpack"] * 3)])
+def test_snapshot_writes_v2_unless_told_v1_with_keyframes_as_asked(tmp_path: Path, fmt: str, names: list[str]) -> None:
+    result = CliRunner().invoke(app, ["snapshot", "-n", "127.0.0.1:1", "--out", str(tmp_path), "--rounds", "3",
+                                      "--every", "0", "--timeout", "0.5", "--format", fmt, "--keyframe-every", "2"])
+    assert result.exit_code == 1, result.output
+    assert [p.name for p in capture_files(tmp_path)] == names
+    if fmt == "v2":
+        from mqadmin.pipeline.delta import read_header
+
+        heads = [read_header(p.read_bytes()) for p in capture_files(tmp_path)]
+        assert [(h["round"], h["keyframe"], h["prev"]) for h in heads] == [(0, 0, None), (1, 0, 0), (2, 2, None)]
+    assert [c.round for c in read_captures(tmp_path)] == [0, 1, 2]
 
 
 @pytest.mark.parametrize("sig,name", [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")])
