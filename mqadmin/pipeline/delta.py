@@ -126,8 +126,9 @@ class DeltaEncoder:
     stored since its keyframe), plus a bounded cache of route hashes.
     """
 
-    #: Distinct raw routes whose hash is remembered (a fleet has a few thousand).
-    HASH_CACHE = 100_000
+    #: Distinct raw routes whose hash is remembered (the JMH fleet has a few hundred; a
+    #: fleet route is ~1.3 kB, so the cache stays under ~25 MB).
+    HASH_CACHE = 20_000
 
     def __init__(self, keyframe_every: int = DEFAULT_KEYFRAME_EVERY) -> None:
         if keyframe_every < 1:
@@ -155,10 +156,13 @@ class DeltaEncoder:
 
     def encode(self, v1: bytes) -> bytes:
         """The v2 file of a v1 capture; raises CaptureFormatError when ``v1`` is not one."""
-        return self.encode_split(split_capture(v1))
+        # A list split from bytes is never seen again: keeping it would only hold the
+        # previous round's raw routes (~50 MB a server on the JMH fleet) in memory.
+        return self.encode_split(split_capture(v1), keep_source=False)
 
-    def encode_split(self, cap: SplitCapture) -> bytes:
-        """The v2 file of a v1 capture already split (synth.py builds it so)."""
+    def encode_split(self, cap: SplitCapture, keep_source: bool = True) -> bytes:
+        """The v2 file of a v1 capture already split (synth.py builds it so, sharing
+        one topics list between rounds that have the same routes)."""
         server, round_no = cap.header["server"], cap.header["round"]
         prev = self._chains.get(server)
         keyframe = prev is None or round_no <= prev.round or round_no >= prev.keyframe + self.keyframe_every
@@ -170,10 +174,11 @@ class DeltaEncoder:
             topics, routes = self._hashed(cap)
             if keyframe or prev is None:
                 body, stored = self._keyframe(cap, topics, routes), set(routes)
-                chain = _Chain(round_no, round_no, cap.view, topics, stored, cap.topics)
+                chain = _Chain(round_no, round_no, cap.view, topics, stored, cap.topics if keep_source else None)
             else:
                 body, new = self._delta(cap, prev, topics, routes)
-                chain = _Chain(prev.keyframe, round_no, cap.view, topics, prev.stored | new, cap.topics)
+                chain = _Chain(prev.keyframe, round_no, cap.view, topics, prev.stored | new,
+                               cap.topics if keep_source else None)
         head = {k: cap.header.get(k) for k in HEADER[2:7]} | {
             "schema": SCHEMA, "version": VERSION_V2, "keyframe": chain.keyframe,
             "prev": None if prev is None or chain.keyframe == round_no else prev.round}
