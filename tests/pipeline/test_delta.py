@@ -104,3 +104,14 @@ def test_encoder_keeps_one_previous_round_per_server(histories: dict[str, Path])
         (histories["v1"] / "000119" / "10.0.0.1_9876.msgpack").read_bytes()).topics)
     with pytest.raises(ValueError, match="at least 1 round"):
         DeltaEncoder(keyframe_every=0)
+
+
+def test_a_v2_history_is_sized_as_what_the_job_reads(histories: dict[str, Path]) -> None:
+    """analyze tunes a small input for start-up (session.SMALL_INPUT): a v2 history of
+    small deltas stands for whole captures once rebuilt."""
+    from mqadmin.pipeline.launch import capture_bytes
+
+    v1 = capture_bytes(histories["v1"])
+    v2 = capture_bytes(histories["v2"])
+    assert v1 is not None and v2 is not None
+    assert 0.8 * v1 < v2 < 1.5 * v1
