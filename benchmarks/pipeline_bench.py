@@ -18,12 +18,18 @@ sizes, time per row (goal: linear growth, ratio near 1). A tiny warm-up job runs
 so that JVM start-up and code generation are not billed to the first size; its time is
 printed, since a one-off ``mqadmin analyze`` (a new JVM each time) pays it.
 
-    python benchmarks/pipeline_bench.py [--sizes 1000000,4000000] [--master local[*]] [--conf K=V ...]
+    python benchmarks/pipeline_bench.py [--sizes 1000000,4000000] [--format v1|v2] [--master local[*]] [--conf K=V ...]
+
+``--fleet-hours 6,24,96`` measures capture format v2 instead (issue #22): the JMH fleet of
+``synth-history --fleet jmh`` over each length, its disk in v2 (and what v1 would take,
+from the route rows), the time to generate it, and with ``--analyze`` the job's wall time
+(a new SparkSession per length, start-up included).
 """
 
 from __future__ import annotations
 
 import argparse
+from functools import partial
 import math
 import os
 import platform
@@ -38,6 +44,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mqadmin.pipeline.job import JobOptions, TABLES, job_conf, run, temporary_conf  # noqa: E402
 from mqadmin.pipeline import session  # noqa: E402
 from mqadmin.pipeline.synth import SynthPlan, synthesize  # noqa: E402
+from mqadmin.pipeline.delta import DeltaDecoder  # noqa: E402
+
+
+def fleet_run(args: argparse.Namespace, work: Path) -> int:
+    """Capture format v2 on the JMH fleet at each --fleet-hours (module docstring)."""
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"load average {os.getloadavg()[0]:.1f} at start")
+    jmh = dict(servers=5, brokers=32, clusters=4, topics=40_000, spread=8, every=60.0, operations=True)
+    for hours in (float(h) for h in args.fleet_hours.split(",")):
+        caps = work / f"jmh-{hours:g}h"
+        shutil.rmtree(caps, ignore_errors=True)
+        start = time.perf_counter()
+        synth = synthesize(SynthPlan(caps, hours=hours, seed=args.seed, **jmh))  # type: ignore[arg-type]
+        made = time.perf_counter() - start
+        disk = sum(p.stat().st_size for p in caps.rglob("*") if p.is_file())
+        # v1 would write round 0's rebuilt size every round (events change it little).
+        decoder = DeltaDecoder()
+        v1_round = sum(len(decoder.decode(p.read_bytes())) for p in sorted((caps / "000000").iterdir()))
+        print(f"jmh {hours:g} h: {synth.rounds} rounds, {synth.files} files, {len(synth.events)} events, "
+              f"{synth.route_rows:,} route rows; v2 on disk {disk / 1e6:,.0f} MB "
+              f"({disk / synth.rounds / 1e3:,.0f} kB per round; v1 ~{v1_round * synth.rounds / 1e9:,.0f} GB); "
+              f"generated in {made:.0f} s")
+        if args.analyze:
+            spark = session.start(session.Place(args.master, conf=session.parse_conf(args.conf)), app="pipeline-bench")
+            took = timed(partial(run, spark, JobOptions(str(caps), str(work / f"out-{hours:g}h"), report=False)))
+            spark.stop()
+            print(f"jmh {hours:g} h: analyze {took:.0f} s wall")
+        if not args.workdir:
+            shutil.rmtree(caps, ignore_errors=True)
+    return 0
 
 
 def rows_per_round(args: argparse.Namespace, work: Path) -> int:
@@ -70,18 +106,27 @@ def main() -> int:
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting (repeatable)")
     parser.add_argument("--workdir", default=None, help="keep files here (default: a temporary directory)")
+    parser.add_argument("--format", choices=("v1", "v2"), default="v1",
+                        help="capture format of the histories of --sizes (v1: the figures of issue #16)")
+    parser.add_argument("--fleet-hours", default=None, metavar="H,H,...",
+                        help="measure v2 on the JMH fleet at these lengths instead (e.g. 6,24,96)")
+    parser.add_argument("--analyze", action="store_true", help="with --fleet-hours: also run the job")
     args = parser.parse_args()
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="pipeline-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.fleet_hours:
+        return fleet_run(args, work)
+    version = 2 if args.format == "v2" else 1
     per_round = rows_per_round(args, work)
     spark = session.start(session.Place(args.master, conf=session.parse_conf(args.conf)), app="pipeline-bench")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"Spark {spark.version}, master {args.master}")
-    print(f"history: {args.servers} servers, {args.brokers} brokers, {args.topics} topics, a capture every "
+    print(f"history (capture format {args.format}): {args.servers} servers, {args.brokers} brokers, {args.topics} topics, a capture every "
           f"{args.every:g} s, {per_round:,} route rows per round")
 
     warm = work / "warm"
-    synthesize(SynthPlan(warm / "captures", servers=2, brokers=4, topics=50, hours=0.5, every=300, seed=1))
+    synthesize(SynthPlan(warm / "captures", servers=2, brokers=4, topics=50, hours=0.5, every=300, seed=1,
+                         version=version))
     warm_up = timed(lambda: run(spark, JobOptions(str(warm / "captures"), str(warm / "out"))))
     print(f"warm-up: {warm_up:.1f} s for a 50-topic history (JIT, code generation, Python workers: a one-off "
           "`mqadmin analyze` pays this on top of the times below)")
@@ -93,7 +138,7 @@ def main() -> int:
         shutil.rmtree(out, ignore_errors=True)
         if not caps.exists():
             synthesize(SynthPlan(caps, servers=args.servers, brokers=args.brokers, topics=args.topics,
-                                 hours=rounds * args.every / 3600, every=args.every, seed=args.seed))
+                                 hours=rounds * args.every / 3600, every=args.every, seed=args.seed, version=version))
         start = time.perf_counter()
         result = run(spark, JobOptions(str(caps), str(out)))
         job = time.perf_counter() - start

@@ -8,6 +8,7 @@ import math
 import sys
 import time
 import warnings
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -18,6 +19,28 @@ from ..exit import ExitStatus
 from .diff import Strategy
 
 OutDirOpt = Annotated[Path, typer.Option("--out", help="Directory to write to.", show_default=False)]
+
+
+class CaptureFormat(str, Enum):
+    v2 = "v2"
+    v1 = "v1"
+
+
+class Fleet(str, Enum):
+    jmh = "jmh"
+
+
+#: --fleet presets: RocketMQ's benchmark fleet, 4 clusters x 8 broker groups, 40,000 topics
+#: each on the 8 groups of its cluster, watched by 5 name servers once a minute.
+FLEETS = {Fleet.jmh: dict(servers=5, brokers=32, clusters=4, topics=40_000, spread=8, every=60.0, operations=True)}
+
+FormatOpt = Annotated[CaptureFormat, typer.Option(
+    "--format",
+    help="Capture format: v2 stores what changed since the server's previous round and a keyframe every "
+         "--keyframe-every rounds; v1 every route every round (SCHEMA.md).")]
+KeyframeOpt = Annotated[int, typer.Option("--keyframe-every", min=1, metavar="ROUNDS",
+                                          help="v2: a full keyframe every ROUNDS rounds per server (a lost file "
+                                               "costs at most that many rounds of its server).")]
 
 
 def _echo(line: str) -> None:
@@ -35,11 +58,13 @@ def snapshot(
     kv: Annotated[Optional[list[str]], typer.Option(
         "--kv", metavar="NAMESPACE", show_default=False,
         help="KV namespace to capture (repeatable). Default: ORDER_TOPIC_CONFIG.")] = None,
+    format_: FormatOpt = CaptureFormat.v2, keyframe_every: KeyframeOpt = 60,
     namesrv: NamesrvOpt = None, timeout: TimeoutOpt = None, profile: ProfileOpt = None,
     traceback: TracebackOpt = False,
 ) -> None:
     """Capture every name server's cluster info, topic list, routes and KV namespaces,
-    one msgpack file per server per round under OUT/<round>/ (written atomically).
+    one msgpack file per server per round under OUT/<round>/ (written atomically; v2,
+    the default, holds only what changed since that server's previous round).
 
     Runs until --rounds or --duration, or Ctrl-C or SIGTERM (which finish the round under
     way; a second one stops at once, exit 130). Exit 0 when every server answered every
@@ -54,7 +79,8 @@ def snapshot(
     def body() -> int:
         target = resolve(namesrv, profile)
         plan = SnapshotPlan(target.addrs, out, every=every, rounds=rounds, duration=duration,
-                            kv_namespaces=tuple(kv or ("ORDER_TOPIC_CONFIG",)), timeout=timeout or target.timeout or 3.0)
+                            kv_namespaces=tuple(kv or ("ORDER_TOPIC_CONFIG",)), timeout=timeout or target.timeout or 3.0,
+                            version=_version(format_), keyframe_every=keyframe_every)
         _echo(f"snapshot: {len(plan.addrs)} name servers ({target.source}) every {every:g} s into {out}")
         try:
             stats = asyncio.run(run_snapshot(plan, _echo, progress=_progress() if sys.stderr.isatty() else None))
@@ -69,6 +95,10 @@ def snapshot(
         return int(ExitStatus.PARTIAL if stats.failed else ExitStatus.OK)
 
     raise typer.Exit(code=guard(body, traceback=traceback))
+
+
+def _version(format_: CaptureFormat) -> int:
+    return 1 if format_ is CaptureFormat.v1 else 2
 
 
 def _progress():  # type: ignore[no-untyped-def]
@@ -255,7 +285,16 @@ def synth_history(
     start: Annotated[str, typer.Option("--start", help="Time of the first capture (2026-01-01, ...T08:00[Z], "
                                                        "epoch ms; UTC unless given).")] = "2026-01-01T00:00:00Z",
     events: Annotated[float, typer.Option("--events", min=0.0, help="Event rate multiplier (0: none).")] = 1.0,
+    operations: Annotated[bool, typer.Option(
+        "--operations", help="Also what operators do in a day: topics created and deleted, a rolling name-server "
+                             "restart, a name server cut off from the brokers.")] = False,
+    fleet: Annotated[Optional[Fleet], typer.Option(
+        "--fleet", show_default=False,
+        help="A preset fleet instead of --servers/--brokers/--topics/--spread/--every: jmh = 5 name servers, "
+             "4 clusters x 8 broker groups, 40,000 topics each on the 8 groups of its cluster, a round a minute, "
+             "with --operations.")] = None,
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="List the events drawn.")] = False,
+    format_: FormatOpt = CaptureFormat.v2, keyframe_every: KeyframeOpt = 60,
     traceback: TracebackOpt = False,
 ) -> None:
     """Generate a capture history (register periods, partitions, crashes, restarts, perm
@@ -279,8 +318,10 @@ def synth_history(
             error_line(f"{out} already holds captures (rounds up to {held - 1:06d}); synth-history "
                        "writes a whole history: give a new or empty directory")
             return int(ExitStatus.ERROR)
-        plan = SynthPlan(out, servers=servers, brokers=brokers, topics=topics, hours=hours, every=every, seed=seed,
-                         spread=spread, start=start, events_per_day=events)
+        shape = dict(servers=servers, brokers=brokers, topics=topics, every=every, spread=spread,
+                     operations=operations) | (FLEETS[fleet] if fleet is not None else {})
+        plan = SynthPlan(out, hours=hours, seed=seed, start=start, events_per_day=events, version=_version(format_),
+                         keyframe_every=keyframe_every, **shape)  # type: ignore[arg-type]
         started = time.perf_counter()
         tty = sys.stderr.isatty()
 
@@ -292,7 +333,7 @@ def synth_history(
         if tty:
             sys.stderr.write("\r\x1b[K")
         if verbose:
-            for line in describe(result.events, servers):
+            for line in describe(result.events, plan.servers):
                 _echo(f"  {line}")
         _echo(f"synth-history: {result.rounds} rounds, {result.files} files, {result.route_rows:,} route rows, "
               f"{len(result.events)} events, {result.bytes / 1e6:,.0f} MB in {time.perf_counter() - started:.1f} s "

@@ -17,7 +17,9 @@ from typing import Callable, Iterator, Sequence
 
 from ..transport.collect import collect_views
 from ..diff import ServerView
-from .schema import SUFFIX, Capture, capture_of, encode_capture, file_name, round_dir_name
+from .delta import DEFAULT_KEYFRAME_EVERY, DeltaDecoder, DeltaEncoder
+from .schema import (SUFFIX_V2, Capture, capture_of, decode_capture, encode_capture, file_name, is_capture_name,
+                     round_dir_name, server_of_name)
 
 Echo = Callable[[str], None]
 
@@ -51,16 +53,36 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
         os.close(dir_fd)
 
 
-def write_capture(out: Path, capture: Capture) -> Path:
-    path = out / round_dir_name(capture.round) / file_name(capture.server)
-    write_atomic(path, encode_capture(capture))
+def capture_path(out: Path, round: int, server: str, version: int) -> Path:
+    """Where the capture of ``server`` in ``round`` goes (schema.file_name)."""
+    return out / round_dir_name(round) / file_name(server, version)
+
+
+def write_capture(out: Path, capture: Capture, encoder: DeltaEncoder | None = None) -> Path:
+    """Write one capture, as version 2 through ``encoder`` when one is given."""
+    data = encode_capture(capture)
+    if encoder is None:
+        path = capture_path(out, capture.round, capture.server, 1)
+    else:
+        data = encoder.encode(data)
+        path = capture_path(out, capture.round, capture.server, 2)
+    write_atomic(path, data)
     return path
 
 
 def capture_files(out: Path) -> Iterator[Path]:
-    """Every capture file under ``out``, sorted by round directory then name."""
+    """Every capture file under ``out`` (both versions), sorted by round directory then name."""
     for round_dir in sorted(p for p in out.iterdir() if p.is_dir() and p.name.isdigit()):
-        yield from sorted(p for p in round_dir.iterdir() if p.name.endswith(SUFFIX) and not p.name.startswith("."))
+        yield from sorted(p for p in round_dir.iterdir() if is_capture_name(p.name))
+
+
+def read_captures(out: Path) -> Iterator[Capture]:
+    """Every capture under ``out`` in round order, version 2 files rebuilt from their
+    chains; raises CaptureFormatError at the first file that cannot be read."""
+    decoder = DeltaDecoder()
+    for path in capture_files(out):
+        data = path.read_bytes()
+        yield decode_capture(decoder.decode(data) if path.name.endswith(SUFFIX_V2) else data)
 
 
 def next_round(out: Path) -> int:
@@ -79,11 +101,11 @@ def continuation_note(out: Path, number: int, addrs: Sequence[str]) -> str | Non
     if number == 0:
         return None
     last = out / round_dir_name(number - 1)
-    theirs = sorted(p.name for p in last.glob("*" + SUFFIX) if not p.name.startswith("."))
-    ours = sorted(file_name(addr) for addr in addrs)
+    theirs = sorted(server_of_name(p.name) for p in last.iterdir() if is_capture_name(p.name))
+    ours = sorted(server_of_name(file_name(addr)) for addr in addrs)
     if not theirs or theirs == ours:
         return None
-    shown = ", ".join(name[: -len(SUFFIX)] for name in theirs[:5]) + (", ..." if len(theirs) > 5 else "")
+    shown = ", ".join(theirs[:5]) + (", ..." if len(theirs) > 5 else "")
     return (f"note: {out} already holds rounds up to {number - 1:06d}, whose last round has captures of other "
             f"servers ({shown}); this run continues it at {number:06d} and analyze will compare them as one history")
 
@@ -111,18 +133,23 @@ class SnapshotPlan:
     duration: float | None = None
     kv_namespaces: Sequence[str] = ("ORDER_TOPIC_CONFIG",)
     timeout: float = 3.0
+    version: int = 2  # capture format: 2 (delta.py) or 1 (every route every round)
+    keyframe_every: int = DEFAULT_KEYFRAME_EVERY  # v2: rounds between keyframes
 
 
-async def capture_round(plan: SnapshotPlan, round: int, progress: Callable[[str, int, int], None] | None = None
-                        ) -> list[ServerView]:
-    """Ask every name server once and write one file each; returns the views."""
+async def capture_round(plan: SnapshotPlan, round: int, progress: Callable[[str, int, int], None] | None = None,
+                        encoder: DeltaEncoder | None = None) -> list[ServerView]:
+    """Ask every name server once and write one file each (version 2 through
+    ``encoder``, which holds each server's previous round); returns the views."""
     captured_ms = time.time_ns() // 1_000_000
     views = await collect_views(plan.addrs, kv_namespaces=tuple(plan.kv_namespaces), timeout=plan.timeout,
                                 progress=progress)
     try:
         for view in views:
-            write_capture(plan.out, capture_of(view, captured_ms=captured_ms, round=round))
+            write_capture(plan.out, capture_of(view, captured_ms=captured_ms, round=round), encoder)
     except OSError:
+        if encoder is not None:
+            encoder.forget()  # the next round starts with keyframes: no delta builds on a file not written
         _remove_if_empty(plan.out / round_dir_name(round))  # no empty round left by a full disk
         raise
     return views
@@ -154,13 +181,14 @@ async def run_snapshot(plan: SnapshotPlan, echo: Echo, *, progress: Callable[[st
         if note:
             echo(note)
         began = loop.time()
+        encoder = DeltaEncoder(plan.keyframe_every) if plan.version == 2 else None
         while not stop.is_set():
             if plan.rounds is not None and stats.rounds >= plan.rounds:
                 break
             if plan.duration is not None and loop.time() - began >= plan.duration:
                 break
             started = loop.time()
-            views = await capture_round(plan, number, progress)
+            views = await capture_round(plan, number, progress, encoder)
             stats.rounds += 1
             stats.files += len(views)
             ok = [v for v in views if v.ok]

@@ -35,7 +35,8 @@ from nameserver.protocol.bodies import BrokerData, QueueData, TopicQueueMappingI
 from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
 
 from ..diff import CanonicalView, ServerView, canonical_cluster, hash_canonical, route_key
-from .schema import CaptureFormatError, check_header, check_location, in_round_directory
+from .delta import split_capture
+from .schema import CaptureFormatError, check_location, in_round_directory, server_of_name
 
 ADDRS = pa.map_(pa.int64(), pa.string())
 
@@ -98,32 +99,8 @@ def parse(data: bytes) -> Parsed:
 
 
 def _parse(data: bytes) -> Parsed:
-    up = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=max(len(data), 1024))
-    up.feed(data)
-    header: dict[str, Any] = {}
-    view: dict[str, Any] = {}
-    topics: list[tuple[str, bytes]] = []
-    has_view = False
-    for _ in range(up.read_map_header()):
-        key = up.unpack()
-        if key != "view":
-            header[key] = up.unpack()
-            continue
-        has_view = True
-        for _ in range(up.read_map_header()):
-            vkey = up.unpack()
-            if vkey != "topics":
-                view[vkey] = up.unpack()
-                continue
-            for _ in range(up.read_map_header()):
-                topic = up.unpack()
-                start = up.tell()
-                up.skip()
-                topics.append((str(topic), data[start:up.tell()]))
-    check_header(header)
-    if not has_view:
-        raise CaptureFormatError("capture field 'view' is missing")
-    return Parsed(header, view, topics)
+    split = split_capture(data)
+    return Parsed(split.header, split.view, split.topics)
 
 
 # ------------------------------------------------------------ route templates ----
@@ -403,7 +380,7 @@ def unreadable_row(path: str, time_ms: int | None, problem: str) -> dict[str, An
     ``time_ms``: its round's capture time if a readable file of the round gives it, else
     its modification time (per_round.round_batch chooses)."""
     parts = path.rstrip("/").split("/")
-    name = parts[-1][: -len(".msgpack")] if parts[-1].endswith(".msgpack") else parts[-1]
+    name = server_of_name(parts[-1])
     round_no = int(parts[-2]) if len(parts) > 1 and parts[-2].isdigit() else -1
     return {f.name: None for f in CAPTURES} | {
         "round": round_no, "capture_ms": time_ms, "server": name.replace("_", ":"), "path": path, "ok": False,

@@ -40,8 +40,9 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from mqadmin.diff import STRATEGIES
-from mqadmin.pipeline import flatten, per_round, session, tables
+from mqadmin.pipeline import flatten, per_round, rebuild, session, tables
 from mqadmin.pipeline.progress import StepProgress
+from mqadmin.pipeline.schema import SUFFIX, SUFFIX_V2
 from mqadmin.pipeline.times import parse_time
 
 TABLES = ("captures", "routes", "divergence", "windows", "brokers", "broker_events", "summary")
@@ -76,11 +77,26 @@ def configure(spark: SparkSession) -> None:
 
 
 def _files(spark: SparkSession, opts: JobOptions) -> DataFrame:
-    files = (spark.read.format("binaryFile").option("pathGlobFilter", "*" + ".msgpack")
-             .option("recursiveFileLookup", "true").load(opts.src))
+    """(path, modificationTime, content) of every capture, v2 files rebuilt as v1 ones."""
+    files = _listing(spark, opts.src, "*" + SUFFIX)
     if opts.from_ms is not None:
         files = files.where(F.col("modificationTime") >= F.timestamp_millis(F.lit(opts.from_ms - MTIME_SLACK_MS)))
-    return files.select("path", "modificationTime", "content")
+    files = files.select("path", "modificationTime", "content")
+    v2 = _listing(spark, opts.src, "*" + SUFFIX_V2)
+    if v2.select("path").isEmpty():  # a v1 history is read as it always was
+        return files
+    # Every v2 file, whatever --from says: a delta needs its chain from the keyframe on
+    # (they are small); the passes drop the rounds out of range after rebuilding.
+    keyed = v2.select("path", "modificationTime", "content").mapInArrow(rebuild.map_keys,
+                                                                      from_arrow_schema(rebuild.KEYED))
+    rebuilt = (keyed.repartition("chain").sortWithinPartitions("chain", "round", "path")
+               .mapInArrow(rebuild.map_rebuild, from_arrow_schema(rebuild.FILES)))
+    return files.unionByName(rebuilt)
+
+
+def _listing(spark: SparkSession, src: str, glob: str) -> DataFrame:
+    return (spark.read.format("binaryFile").option("pathGlobFilter", glob)
+            .option("recursiveFileLookup", "true").load(src))
 
 
 def job_conf(spark: SparkSession) -> dict[str, str]:

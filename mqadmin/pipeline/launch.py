@@ -10,15 +10,38 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from .schema import SUFFIX, in_round_directory
+from .delta import DeltaDecoder
+from .schema import SUFFIX_V2, CaptureFormatError, in_round_directory, is_capture_name
 from .session import cancel_all, java_binary
 
 def capture_bytes(captures: Path) -> int | None:
-    """Total size of the capture files in round directories (NNNNNN/) under ``captures``,
-    the files the job reads (schema.in_round_directory); None when there is none."""
-    sizes = [p.stat().st_size for p in captures.rglob("*" + SUFFIX)
-             if in_round_directory(p.as_posix()) and not p.name.startswith(".")]
-    return sum(sizes) if sizes else None
+    """About how many bytes of captures the job will read, from the capture files in
+    round directories (NNNNNN/) under ``captures`` (schema.in_round_directory); None when
+    there is none. A v2 file stands for a whole capture once rebuilt: each counts as its
+    server's largest file (a keyframe) rebuilt, so that a history of small deltas is not
+    taken for a small input."""
+    v1 = 0
+    v2: dict[str, tuple[int, Path, int]] = {}  # file name (server) -> largest size, its path, files
+    found = False
+    for p in captures.rglob("*.msgpack*"):
+        if not (in_round_directory(p.as_posix()) and is_capture_name(p.name)):
+            continue
+        found = True
+        size = p.stat().st_size
+        if p.name.endswith(SUFFIX_V2):
+            largest, path, files = v2.get(p.name, (-1, p, 0))
+            v2[p.name] = (size, p, files + 1) if size > largest else (largest, path, files + 1)
+        else:
+            v1 += size
+    return v1 + sum(_rebuilt_size(path, largest) * files for largest, path, files in v2.values()) if found else None
+
+
+def _rebuilt_size(path: Path, size: int) -> int:
+    """The v1 size of a v2 keyframe (its own size when it is not one, or unreadable)."""
+    try:
+        return len(DeltaDecoder().decode(path.read_bytes()))
+    except (OSError, CaptureFormatError):
+        return size
 
 
 def missing_java() -> str | None:

@@ -19,6 +19,9 @@ SCHEMA = "mqadmin-route-capture"
 VERSION = 1
 #: File name suffix; anything else under a capture directory is ignored.
 SUFFIX = ".msgpack"
+#: Name suffix of version 2 files (delta.py). Not ``.msgpack``: the job lists each version
+#: with its own glob, so a v1 history is read exactly as before.
+SUFFIX_V2 = ".msgpack2"
 
 
 class CaptureFormatError(ValueError):
@@ -57,6 +60,8 @@ def encode_capture(capture: Capture) -> bytes:
 
 def check_header(obj: Mapping[str, Any]) -> None:
     """Raise CaptureFormatError unless ``obj`` carries our schema and a version we read."""
+    if isinstance(obj.get("unreadable"), str) and obj.get("schema") == SCHEMA:
+        raise CaptureFormatError(obj["unreadable"])  # a v2 file the job could not rebuild (delta.unreadable_marker)
     if obj.get("schema") != SCHEMA:
         raise CaptureFormatError(f"not a route capture (schema {obj.get('schema')!r}, expected {SCHEMA!r})")
     version = obj.get("version")
@@ -106,6 +111,17 @@ def round_dir_name(round: int) -> str:
     return f"{round:06d}"
 
 
-def file_name(server: str) -> str:
-    """``10.0.0.1:9876`` -> ``10.0.0.1_9876.msgpack`` (no ':' in names, for Windows and HDFS)."""
-    return server.replace(":", "_").replace("/", "_") + SUFFIX
+def file_name(server: str, version: int = 1) -> str:
+    """``10.0.0.1:9876`` -> ``10.0.0.1_9876.msgpack`` (``.msgpack2`` for version 2; no ':'
+    in names, for Windows and HDFS)."""
+    return server.replace(":", "_").replace("/", "_") + (SUFFIX_V2 if version == 2 else SUFFIX)
+
+
+def is_capture_name(name: str) -> bool:
+    """A capture file's name, of either version (not a temporary file)."""
+    return name.endswith((SUFFIX, SUFFIX_V2)) and not name.startswith(".")
+
+
+def server_of_name(name: str) -> str:
+    """``10.0.0.1_9876.msgpack2`` -> ``10.0.0.1_9876``."""
+    return name.rsplit(".", 1)[0] if is_capture_name(name) else name

@@ -20,6 +20,16 @@ close has reached it since. Events, drawn from ``seed``:
 * half-applied wipeWritePerm: a broker's write permission wiped on some servers only,
   until it is added back.
 
+With ``operations`` (on for ``--fleet jmh``), also what operators do in a day, drawn from
+a random stream of its own (the events above stay those of the seed):
+
+* topics created (they appear on each server within a registration period, 0-30 s)
+  and deleted (``deleteTopic`` reaches the servers one by one, within 10 s);
+* a rolling restart of the name servers, one after the other two minutes apart, each
+  down for seconds and back empty until the brokers' next registrations;
+* a name-server partition: one server cut off from every broker for minutes, so it
+  drops them all on expiry while it still answers ``snapshot``.
+
 Captures are taken every ``every`` seconds; each file holds what ``collect_views`` would
 have returned at that instant. Routes depend only on which brokers a server lists, so
 the msgpack bytes of routes, topic lists and whole topic maps are cached and the files
@@ -43,8 +53,9 @@ import msgpack
 from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
 from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
 
-from .capture import write_atomic
-from .schema import SCHEMA, SUFFIX, VERSION, file_name, round_dir_name
+from .capture import capture_path, write_atomic
+from .delta import DEFAULT_KEYFRAME_EVERY, DeltaEncoder, SplitCapture
+from .schema import SCHEMA, VERSION, is_capture_name, round_dir_name
 from .times import parse_time
 
 EXPIRY_MS = 120_000
@@ -67,6 +78,9 @@ class SynthPlan:
     clusters: int | None = None  # default: one per 16 broker groups
     start: str = DEFAULT_START
     events_per_day: float = 1.0  # scales every event rate
+    operations: bool = False  # also topics created/deleted, a rolling restart, a name-server partition
+    version: int = 2  # capture format: 2 (delta.py) or 1 (every route every round)
+    keyframe_every: int = DEFAULT_KEYFRAME_EVERY  # v2: rounds between keyframes
 
 
 @dataclass
@@ -78,6 +92,7 @@ class Event:
     server: int | None = None
     servers: tuple[int, ...] = ()
     detail: str = ""
+    topics: tuple[int, ...] = ()  # topic_create, topic_delete: the topics' layout indices
 
 
 @dataclass
@@ -98,6 +113,8 @@ class _Fleet:
     wiped: dict[tuple[int, int], list[tuple[int, int]]] = field(default_factory=dict)
     kv_lost: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     scan_phase: list[int] = field(default_factory=list)
+    # topic -> server -> (visible from, visible until) of topics created or deleted in the history
+    topic_life: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict)
 
 
 def _within(intervals: Sequence[tuple[int, int]], t: int) -> bool:
@@ -150,6 +167,29 @@ def _draw_events(f: _Fleet, rate_scale: float) -> None:
     f.events.sort(key=lambda e: (e.start_ms, e.kind))
 
 
+def _draw_operations(f: _Fleet, n_topics: int, rng: random.Random, rate_scale: float) -> None:
+    """Operator actions (module docstring), from ``rng``: topics created and deleted in
+    batches of 0.1% of the topics, one rolling restart a day, one name-server partition."""
+    days = (f.end_ms - f.start_ms) / 86_400_000
+    span = f.end_ms - f.start_ms
+    per_day = max(1, round(days * rate_scale))
+    batch = max(1, n_topics // 1000)
+    taken: set[int] = set()
+    for kind in ("topic_create", "topic_delete"):
+        for _ in range(4 * per_day):
+            t = f.start_ms + int(rng.random() * span)
+            chosen = tuple(sorted(i for i in rng.sample(range(n_topics), min(batch, n_topics)) if i not in taken))
+            taken.update(chosen)
+            f.events.append(Event(kind, t, t + (30_000 if kind == "topic_create" else 10_000), topics=chosen))
+    for _ in range(per_day):
+        t = f.start_ms + int(rng.random() * span * 0.9)
+        f.events.append(Event("namesrv_rolling_restart", t, t + 120_000 * f.n_servers, detail="keep_kv"))
+        s = rng.randrange(f.n_servers)
+        t = f.start_ms + int(rng.random() * span * 0.9)
+        f.events.append(Event("namesrv_partition", t, t + int(rng.uniform(5, 20) * 60_000), server=s))
+    f.events.sort(key=lambda e: (e.start_ms, e.kind))
+
+
 def _build(f: _Fleet) -> None:
     """Turn events into intervals and registration ticks."""
     f.scan_phase = [f.rng.randrange(SCAN_MS) for _ in range(f.n_servers)]
@@ -170,6 +210,23 @@ def _build(f: _Fleet) -> None:
             assert e.broker is not None
             for s in e.servers:
                 f.wiped.setdefault((e.broker, s), []).append((e.start_ms, e.end_ms))
+        elif e.kind == "namesrv_partition":
+            assert e.server is not None
+            for b in range(f.n_brokers):
+                f.partitions.setdefault((b, e.server), []).append((e.start_ms, e.end_ms))
+        elif e.kind == "namesrv_rolling_restart":
+            for s in range(f.n_servers):
+                down = e.start_ms + s * 120_000
+                f.down.setdefault(s, []).append((down, down + int(f.rng.uniform(3, 20) * 1000)))
+        elif e.kind in ("topic_create", "topic_delete"):
+            for topic in e.topics:
+                life = f.topic_life.setdefault(topic, {})
+                for s in range(f.n_servers):
+                    at = e.start_ms + int(f.rng.random() * (e.end_ms - e.start_ms))
+                    a, z = life.get(s, (-1, 2 ** 62))
+                    life[s] = (at, z) if e.kind == "topic_create" else (a, at)
+    for downs in f.down.values():
+        downs.sort()
     for b in range(f.n_brokers):
         # Every broker has been up for a while when the history starts.
         begin = f.start_ms - EXPIRY_MS - f.rng.randrange(PERIOD_MS) - FIRST_PERIODIC_MS
@@ -190,6 +247,11 @@ def _build(f: _Fleet) -> None:
                 ticks.append(t)
                 t += PERIOD_MS
         f.ticks[b] = ticks
+
+
+def hidden_topics(f: _Fleet, s: int, t: int) -> frozenset[int]:
+    """Topics that do not exist on server s at instant t (not created yet, or deleted)."""
+    return frozenset(topic for topic, life in f.topic_life.items() if not life[s][0] <= t < life[s][1])
 
 
 def _restore_delay(rng: random.Random) -> int:
@@ -293,12 +355,16 @@ def _layout(plan: SynthPlan, rng: random.Random) -> _Layout:
 class _Packer:
     """msgpack fragments of one history, cached by what they depend on."""
 
+    TOPICS_CACHE_BYTES = 256 << 20
+
     def __init__(self, layout: _Layout) -> None:
         self.layout = layout
         self.pk = msgpack.Packer(use_bin_type=True)
         self.route_cache: dict[tuple[object, ...], bytes] = {}
         self.topics_cache: dict[tuple[object, ...], bytes] = {}
-        self.list_cache: dict[frozenset[int], bytes] = {}
+        self.pairs_cache: dict[tuple[object, ...], list[tuple[str, bytes]]] = {}
+        self.rows_cache: dict[tuple[object, ...], int] = {}
+        self.list_cache: dict[tuple[frozenset[int], frozenset[int]], bytes] = {}
         self.cluster_cache: dict[frozenset[int], bytes] = {}
         self.broker_datas = [BrokerData(layout.broker_cluster[b], layout.brokers[b],
                                         {0: layout.masters[b], 1: layout.slaves[b]}) for b in range(len(layout.brokers))]
@@ -322,33 +388,66 @@ class _Packer:
             self.route_cache[key] = packed
         return packed
 
-    def topics(self, present: frozenset[int], wiped: frozenset[int], kv: bool, union: frozenset[int]) -> bytes:
-        key = (present, wiped, kv, union)
+    def topics(self, present: frozenset[int], wiped: frozenset[int], kv: bool, union: frozenset[int],
+               hidden: frozenset[int] = frozenset(), nowhere: frozenset[int] = frozenset()) -> bytes:
+        """The topics map of a server listing brokers ``present``: every topic some
+        server lists (a broker in ``union``, not in ``nowhere``), no route for those
+        ``hidden`` on this server."""
+        key = (present, wiped, kv, union, hidden, nowhere)
         packed = self.topics_cache.get(key)
         if packed is None:
-            if len(self.topics_cache) > 256:
+            # A topics map of 40,000 topics on 8 brokers is ~45 MB: bound the cache by size.
+            if len(self.topics_cache) > 256 or sum(map(len, self.topics_cache.values())) > self.TOPICS_CACHE_BYTES:
                 self.topics_cache.clear()
-            lay = self.layout
-            parts = []
-            n = 0
-            for t, brokers in enumerate(lay.topic_brokers):
-                if not any(b in union for b in brokers):
-                    continue  # no server lists it: nobody asks
-                here = tuple(b for b in brokers if b in present)
-                conf = lay.order_conf.get(lay.topics[t]) if kv else None
-                parts.append(self.topic_names[t])
-                parts.append(self.route(t, here, wiped, conf))
-                n += 1
-            packed = self.pk.pack_map_header(n) + b"".join(parts)
+            pairs = self.topic_pairs(present, wiped, kv, union, hidden, nowhere)
+            packed = self.pk.pack_map_header(len(pairs)) + b"".join(
+                self.topic_names[t] + raw for t, (_, raw) in zip(self._asked(union, nowhere), pairs))
             self.topics_cache[key] = packed
         return packed
 
-    def topic_list(self, present: frozenset[int]) -> bytes:
-        packed = self.list_cache.get(present)
+    def _asked(self, union: frozenset[int], nowhere: frozenset[int]) -> list[int]:
+        return [t for t, brokers in enumerate(self.layout.topic_brokers)
+                if t not in nowhere and any(b in union for b in brokers)]
+
+    def topic_pairs(self, present: frozenset[int], wiped: frozenset[int], kv: bool, union: frozenset[int],
+                    hidden: frozenset[int], nowhere: frozenset[int]) -> list[tuple[str, bytes]]:
+        """(topic, packed route) of ``topics``, as delta.SplitCapture holds them; the
+        packed routes are shared objects, so the v2 encoder hashes each once."""
+        key = (present, wiped, kv, union, hidden, nowhere)
+        pairs = self.pairs_cache.get(key)
+        if pairs is None:
+            if len(self.pairs_cache) > 64:
+                self.pairs_cache.clear()
+            lay = self.layout
+            pairs = []
+            for t in self._asked(union, nowhere):
+                here = () if t in hidden else tuple(b for b in lay.topic_brokers[t] if b in present)
+                conf = lay.order_conf.get(lay.topics[t]) if kv else None
+                pairs.append((lay.topics[t], self.route(t, here, wiped, conf)))
+            self.pairs_cache[key] = pairs
+        return pairs
+
+    def row_count(self, present: frozenset[int], union: frozenset[int], hidden: frozenset[int],
+                  nowhere: frozenset[int]) -> int:
+        """Rows of the routes table for one server's capture."""
+        key = (present, union, hidden, nowhere)
+        n = self.rows_cache.get(key)
+        if n is None:
+            if len(self.rows_cache) > 1024:
+                self.rows_cache.clear()
+            brokers = self.layout.topic_brokers
+            n = self.rows_cache[key] = sum(1 if t in hidden else max(1, sum(1 for b in brokers[t] if b in present))
+                                           for t in self._asked(union, nowhere))
+        return n
+
+    def topic_list(self, present: frozenset[int], hidden: frozenset[int] = frozenset()) -> bytes:
+        packed = self.list_cache.get((present, hidden))
         if packed is None:
+            if len(self.list_cache) > 256:
+                self.list_cache.clear()
             names = [self.layout.topics[t] for t, bs in enumerate(self.layout.topic_brokers)
-                     if any(b in present for b in bs)]
-            packed = self.list_cache[present] = self.pk.pack(names)
+                     if t not in hidden and any(b in present for b in bs)]
+            packed = self.list_cache[(present, hidden)] = self.pk.pack(names)
         return packed
 
     def cluster(self, present: frozenset[int]) -> bytes:
@@ -362,12 +461,26 @@ class _Packer:
             packed = self.cluster_cache[present] = self.pk.pack(info.to_obj())
         return packed
 
+    @staticmethod
+    def _head(captured_ms: int, server: str, round_no: int, error: str | None) -> list[tuple[str, object]]:
+        return [("schema", SCHEMA), ("version", VERSION), ("captured_ms", captured_ms), ("server", server),
+                ("round", round_no), ("ok", error is None), ("error", error)]
+
+    def split(self, *, captured_ms: int, server: str, round_no: int, error: str | None, latency: float | None,
+              body: list[tuple[str, bytes]], topics: list[tuple[str, bytes]]) -> SplitCapture:
+        """What ``capture`` would write, as the v2 encoder takes it (no 45 MB v1 file to
+        build and split again)."""
+        view: dict[str, object] = {"addr": server, "ok": error is None, "error": error, "latency_ms": latency}
+        for k, packed in body:
+            if k != "topics":
+                view[k] = msgpack.unpackb(packed, raw=False, strict_map_key=False)
+        return SplitCapture(dict(self._head(captured_ms, server, round_no, error)), view, topics)
+
     def capture(self, *, captured_ms: int, server: str, round_no: int, error: str | None, latency: float | None,
                 body: list[tuple[str, bytes]]) -> bytes:
         """A whole file; ``body`` holds (view key, packed value) for the view's fields."""
         pk = self.pk
-        head = [("schema", SCHEMA), ("version", VERSION), ("captured_ms", captured_ms), ("server", server),
-                ("round", round_no), ("ok", error is None), ("error", error)]
+        head = self._head(captured_ms, server, round_no, error)
         out = [pk.pack_map_header(len(head) + 1)]
         for k, v in head:
             out.append(pk.pack(k))
@@ -403,36 +516,48 @@ def synthesize(plan: SynthPlan, progress: Callable[[int, int], None] | None = No
     rounds = max(1, int(plan.hours * 3_600_000 // every_ms))
     fleet = _Fleet(start, start + rounds * every_ms, plan.servers, plan.brokers, rng)
     _draw_events(fleet, plan.events_per_day)
+    if plan.operations:
+        _draw_operations(fleet, plan.topics, random.Random(plan.seed * 7919 + 1), plan.events_per_day)
     _build(fleet)
     packer = _Packer(layout)
     kv_table = msgpack.packb(layout.order_conf)
     result = SynthResult(rounds, 0, 0, fleet.events, 0)
+    encoder = DeltaEncoder(plan.keyframe_every) if plan.version == 2 else None
     for r in range(rounds):
         t = start + r * every_ms
         up = [s for s in range(plan.servers) if not _within(fleet.down.get(s, ()), t)]
         present = {s: frozenset(b for b in range(plan.brokers) if listed(fleet, s, b, t)) for s in up}
         union = frozenset().union(*present.values()) if present else frozenset()
+        hidden = {s: hidden_topics(fleet, s, t) for s in up}
+        nowhere = frozenset.intersection(*hidden.values()) if hidden else frozenset()
         for s in range(plan.servers):
             addr = layout.servers[s]
+            pairs: list[tuple[str, bytes]] = []
             if s not in present:
-                data = packer.capture(captured_ms=t, server=addr, round_no=r, latency=None, body=[
-                    ("cluster_info", packer.pk.pack(None)), ("topic_list", packer.pk.pack(None)),
-                    ("topics", packer.pk.pack({})), ("kv", packer.pk.pack({})), ("config", packer.pk.pack(None)),
-                    ("failures", packer.pk.pack([]))],
-                    error=f"{addr}: GET_BROKER_CLUSTER_INFO (106): connection refused")
+                head = dict(captured_ms=t, server=addr, round_no=r, latency=None,
+                            error=f"{addr}: GET_BROKER_CLUSTER_INFO (106): connection refused")
+                body = [("cluster_info", packer.pk.pack(None)), ("topic_list", packer.pk.pack(None)),
+                        ("topics", packer.pk.pack({})), ("kv", packer.pk.pack({})), ("config", packer.pk.pack(None)),
+                        ("failures", packer.pk.pack([]))]
             else:
                 wiped = frozenset(b for b in range(plan.brokers) if _within(fleet.wiped.get((b, s), ()), t))
                 has_kv = not _within(fleet.kv_lost.get(s, ()), t)
                 kv = packer.pk.pack_map_header(1) + packer.pk.pack(ORDER_TOPIC_CONFIG) + (
                     kv_table if has_kv else packer.pk.pack({}))
-                topics = packer.topics(present[s], wiped, has_kv, union)
-                data = packer.capture(captured_ms=t, server=addr, round_no=r, error=None,
-                                      latency=round(rng.uniform(0.4, 3.0), 3), body=[
-                    ("cluster_info", packer.cluster(present[s])), ("topic_list", packer.topic_list(present[s])),
-                    ("topics", topics), ("kv", kv), ("config", packer.pk.pack(None)),
-                    ("failures", packer.pk.pack([]))])
-                result.route_rows += _row_count(layout, present[s], union)
-            path = plan.out / round_dir_name(r) / file_name(addr)
+                which = (present[s], wiped, has_kv, union, hidden[s], nowhere)
+                head = dict(captured_ms=t, server=addr, round_no=r, error=None, latency=round(rng.uniform(0.4, 3.0), 3))
+                body = [("cluster_info", packer.cluster(present[s])),
+                        ("topic_list", packer.topic_list(present[s], hidden[s])),
+                        ("topics", b"" if encoder is not None else packer.topics(*which)), ("kv", kv),
+                        ("config", packer.pk.pack(None)), ("failures", packer.pk.pack([]))]
+                if encoder is not None:
+                    pairs = packer.topic_pairs(*which)
+                result.route_rows += packer.row_count(present[s], union, hidden[s], nowhere)
+            if encoder is not None:
+                data = encoder.encode_split(packer.split(**head, body=body, topics=pairs))  # type: ignore[arg-type]
+            else:
+                data = packer.capture(**head, body=body)  # type: ignore[arg-type]
+            path = capture_path(plan.out, r, addr, plan.version)
             try:
                 write_atomic(path, data, durable=False)
             except OSError:
@@ -448,20 +573,15 @@ def synthesize(plan: SynthPlan, progress: Callable[[int, int], None] | None = No
 
 def _drop_round(directory: Path) -> None:
     """Remove what a failed round wrote (its files, then its directory if it empties)."""
-    for path in directory.glob("*" + SUFFIX):
-        path.unlink(missing_ok=True)
+    for path in directory.iterdir():
+        if is_capture_name(path.name):
+            path.unlink(missing_ok=True)
     try:
         directory.rmdir()
     except OSError:
         pass
 
 
-def _row_count(layout: _Layout, present: frozenset[int], union: frozenset[int]) -> int:
-    n = 0
-    for brokers in layout.topic_brokers:
-        if any(b in union for b in brokers):
-            n += max(1, sum(1 for b in brokers if b in present))
-    return n
 
 
 def describe(events: Sequence[Event], layout_servers: int) -> Iterator[str]:
@@ -477,4 +597,6 @@ def describe(events: Sequence[Event], layout_servers: int) -> Iterator[str]:
             what.append("servers " + ",".join(str(s + 1) for s in e.servers))
         if e.detail:
             what.append(e.detail)
+        if e.topics:
+            what.append(f"{len(e.topics)} topics")
         yield f"{when} +{(e.end_ms - e.start_ms) / 60000:.1f} min: {' '.join(what)}"

@@ -19,8 +19,7 @@ from typer.testing import CliRunner
 
 from mqadmin.cli import app
 from mqadmin.diff import diff_views
-from mqadmin.pipeline.capture import capture_files
-from mqadmin.pipeline.schema import decode_capture
+from mqadmin.pipeline.capture import capture_files, read_captures
 from tests.fixtures_sim.harness import FixtureProcess
 
 # At --speed 20: registrations every 1.5 s, expiry after 6 s. broker-b stops reaching
@@ -68,8 +67,7 @@ def test_snapshot_then_analyze_finds_the_partition(spark: Any, tmp_path: Path) -
 
     # What the files say: the rounds in which the servers disagree on 'orders'.
     by_round: dict[int, list[Any]] = {}
-    for path in capture_files(captures):
-        cap = decode_capture(path.read_bytes())
+    for cap in read_captures(captures):
         by_round.setdefault(cap.round, []).append(cap)
     times = {r: caps[0].captured_ms for r, caps in by_round.items()}
     bad = [r for r, caps in sorted(by_round.items())
@@ -99,7 +97,8 @@ def test_snapshot_then_analyze_finds_the_partition(spark: Any, tmp_path: Path) -
     assert "orders" in text and start in text
 
 
-@pytest.mark.parametrize("args", [["--rounds", "1", "--duration", "1"]])
+@pytest.mark.parametrize("args", [["--rounds", "1", "--duration", "1"], ["--keyframe-every", "0"],
+                                  ["--format", "v3"]], ids=["rounds-and-duration", "keyframe-0", "format-v3"])
 def test_snapshot_usage_errors(args: list[str], tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["snapshot", "-n", "127.0.0.1:1", "--out", str(tmp_path), *args])
     assert result.exit_code == 2
@@ -109,12 +108,26 @@ def test_snapshot_of_unreachable_server_writes_error_captures(tmp_path: Path) ->
     result = CliRunner().invoke(app, ["snapshot", "-n", "127.0.0.1:1", "--out", str(tmp_path), "--rounds", "2",
                                       "--every", "0", "--timeout", "0.5"])
     assert result.exit_code == 1, result.output
-    caps = [decode_capture(p.read_bytes()) for p in capture_files(tmp_path)]
+    caps = list(read_captures(tmp_path))
     assert [(c.round, c.ok) for c in caps] == [(0, False), (1, False)]
     assert "127.0.0.1:1" in caps[0].error
     # One line per round naming the server once: "round 0: 127.0.0.1:1: ...: connection refused".
     lines = [line for line in result.stderr.splitlines() if line.startswith("round 0: 127.0.0.1:1")]
     assert len(lines) == 1 and lines[0].count("127.0.0.1:1") == 1, result.stderr
+
+
+@pytest.mark.parametrize("fmt,names", [("v2", ["127.0.0.1_1.msgpack2"] * 3), ("v1", ["127.0.0.1_1.msgpack"] * 3)])
+def test_snapshot_writes_v2_unless_told_v1_with_keyframes_as_asked(tmp_path: Path, fmt: str, names: list[str]) -> None:
+    result = CliRunner().invoke(app, ["snapshot", "-n", "127.0.0.1:1", "--out", str(tmp_path), "--rounds", "3",
+                                      "--every", "0", "--timeout", "0.5", "--format", fmt, "--keyframe-every", "2"])
+    assert result.exit_code == 1, result.output
+    assert [p.name for p in capture_files(tmp_path)] == names
+    if fmt == "v2":
+        from mqadmin.pipeline.delta import read_header
+
+        heads = [read_header(p.read_bytes()) for p in capture_files(tmp_path)]
+        assert [(h["round"], h["keyframe"], h["prev"]) for h in heads] == [(0, 0, None), (1, 0, 0), (2, 2, None)]
+    assert [c.round for c in read_captures(tmp_path)] == [0, 1, 2]
 
 
 @pytest.mark.parametrize("sig,name", [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")])
@@ -133,7 +146,7 @@ def test_ctrl_c_or_sigterm_finishes_the_round_under_way(namesrv: Any, tmp_path: 
     rest = proc.communicate(timeout=30)[1]
     assert proc.returncode == 0, "".join(lines) + rest
     assert f"stopped by {name}" in rest
-    caps = [decode_capture(p.read_bytes()) for p in capture_files(tmp_path)]
+    caps = list(read_captures(tmp_path))
     assert len(caps) >= 2 and all(c.ok for c in caps)
     assert [c.round for c in caps] == list(range(len(caps)))
     assert not [p for p in tmp_path.rglob(".*")]  # no temporary left behind
@@ -229,4 +242,4 @@ def test_snapshot_notes_a_directory_of_other_servers(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, [*snap, "--out", str(synth)])
     assert (f"note: {synth} already holds rounds up to 000000, whose last round has captures of other servers "
             "(10.0.0.1_9876, 10.0.0.2_9876); this run continues it at 000001") in result.stderr
-    assert sorted(p.name for p in (synth / "000001").iterdir()) == ["127.0.0.1_1.msgpack"]
+    assert sorted(p.name for p in (synth / "000001").iterdir()) == ["127.0.0.1_1.msgpack2"]

@@ -11,8 +11,7 @@ from typer.testing import CliRunner
 
 from mqadmin.cli import app
 from mqadmin.diff import diff_views
-from mqadmin.pipeline.capture import capture_files
-from mqadmin.pipeline.schema import decode_capture
+from mqadmin.pipeline.capture import capture_files, read_captures
 from tests.cli.helpers import flat
 from mqadmin.pipeline.synth import EXPIRY_MS, PERIOD_MS, SCAN_MS, Event, SynthPlan, _build, _Fleet, listed, synthesize
 
@@ -29,7 +28,7 @@ def test_same_seed_same_files(tmp_path: Path) -> None:
 
 def test_files_are_captures_of_a_plausible_cluster(tmp_path: Path) -> None:
     synthesize(SynthPlan(tmp_path, servers=2, brokers=32, topics=100, hours=0.2, every=600, events_per_day=0))
-    caps = [decode_capture(p.read_bytes()) for p in capture_files(tmp_path)]
+    caps = list(read_captures(tmp_path))
     assert [(c.round, c.server) for c in caps] == [(0, "10.0.0.1:9876"), (0, "10.0.0.2:9876")]
     views = [c.server_view() for c in caps]
     v = views[0]
@@ -92,7 +91,7 @@ def test_cli_start_takes_epoch_ms_as_analyze_does(tmp_path: Path) -> None:
                                       "--topics", "1", "--hours", "0.1", "--every", "600", "--events", "0",
                                       "--start", "1767225600000"])
     assert result.exit_code == 0, result.output
-    (cap,) = [decode_capture(p.read_bytes()) for p in capture_files(tmp_path)]
+    (cap,) = list(read_captures(tmp_path))
     assert cap.captured_ms == 1_767_225_600_000
 
 
@@ -105,9 +104,37 @@ def test_a_failed_write_leaves_no_partial_round(tmp_path: Path) -> None:
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")
     (tmp_path / "000000").mkdir()
-    (tmp_path / "000000" / f".10.0.0.2_9876.msgpack.{os.getpid()}.tmp").symlink_to("/dev/full")
+    (tmp_path / "000000" / f".10.0.0.2_9876.msgpack2.{os.getpid()}.tmp").symlink_to("/dev/full")
     with pytest.raises(OSError) as caught:
         synthesize(SynthPlan(tmp_path, servers=2, brokers=2, topics=5, hours=1, every=1200, events_per_day=0))
     assert caught.value.errno == errno.ENOSPC
-    assert caught.value.filename == str(tmp_path / "000000" / "10.0.0.2_9876.msgpack")
+    assert caught.value.filename == str(tmp_path / "000000" / "10.0.0.2_9876.msgpack2")
     assert not (tmp_path / "000000").exists()
+
+
+def test_operations_create_and_delete_topics_and_restart_every_server(tmp_path: Path) -> None:
+    result = synthesize(SynthPlan(tmp_path, servers=3, brokers=4, topics=2000, hours=3, every=60, seed=4,
+                                  events_per_day=8, operations=True))
+    by_kind: dict[str, list[Event]] = {}
+    for e in result.events:
+        by_kind.setdefault(e.kind, []).append(e)
+    assert {"topic_create", "topic_delete", "namesrv_rolling_restart", "namesrv_partition"} <= set(by_kind)
+    caps = {(c.round, c.server): c for c in read_captures(tmp_path)}
+    names = {int(n.split("-")[1]): n for c in caps.values() for n in c.view["topics"] if n.startswith("topic-")}
+    created = by_kind["topic_create"][0]
+    deleted = by_kind["topic_delete"][0]
+    before, after = (created.start_ms - T0_SYNTH) // 60_000, (created.end_ms - T0_SYNTH) // 60_000 + 1
+    topic = f"topic-{created.topics[0]:05d}"
+    assert all(topic not in caps[(before, s)].view["topic_list"] for s in SERVERS if caps[(before, s)].ok)
+    assert all(topic in caps[(after, s)].view["topic_list"] for s in SERVERS if caps[(after, s)].ok)
+    gone = f"topic-{deleted.topics[0]:05d}"
+    later = (deleted.end_ms - T0_SYNTH) // 60_000 + 1
+    assert all(gone not in caps[(later, s)].view["topics"] for s in SERVERS if caps[(later, s)].ok)
+    assert names  # the regular topics are there
+    # The rolling restart takes every server down once, one after the other.
+    (rolling,) = by_kind["namesrv_rolling_restart"]
+    assert rolling.end_ms - rolling.start_ms == 3 * 120_000
+
+
+T0_SYNTH = 1_767_225_600_000
+SERVERS = ("10.0.0.1:9876", "10.0.0.2:9876", "10.0.0.3:9876")
