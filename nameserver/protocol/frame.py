@@ -111,6 +111,12 @@ class FrameDecoder:
         self._buf += data
 
     def next_frame(self) -> RemotingCommand | _NeedData:
+        payload = self.next_payload()
+        return payload if isinstance(payload, _NeedData) else decode_payload(payload)
+
+    def next_payload(self) -> bytes | _NeedData:
+        """The next whole frame undecoded (what follows its length field), for callers
+        that may answer it without decoding it (``decode_payload`` does the rest)."""
         buf = self._buf
         if len(buf) < 4:
             return NEED_DATA
@@ -129,4 +135,4 @@ class FrameDecoder:
             return NEED_DATA
         payload = bytes(memoryview(buf)[4:end])
         del buf[:end]
-        return decode_payload(payload)
+        return payload
