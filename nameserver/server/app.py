@@ -193,16 +193,6 @@ class NameServer:
                 raise ListenError(" (--metrics-port)", host, self.config["metricsPort"], exc) from None
             log.info("metrics on http://%s:%d/metrics", host, self.metrics_port)
 
-    def release_memory_soon(self) -> None:
-        """A big registration that changed routes left its parsed body's memory behind
-        (~10 MB of freed objects per 10^4 topics in the fleet): give it back once this
-        turn of the loop has dropped the body, on a worker thread (ctypes lets go of the
-        GIL, so the loop never waits for it), not a scan interval later."""
-        if self.routes.generation != self._trimmed_generation:
-            self._trimmed_generation = self.routes.generation
-            loop = asyncio.get_running_loop()
-            loop.call_soon(loop.run_in_executor, None, release_free_memory)
-
     def scan_once(self) -> None:
         if self.routes.generation != self._trimmed_generation:
             # Registrations that changed routes left their parsed bodies' memory behind.

@@ -187,7 +187,6 @@ class Connection(asyncio.Protocol):
         answer = self._answer(cmd, decoded, staged)
         if answer is not None and self.transport is not None:
             self.transport.write(answer)
-        self.server.release_memory_soon()
         self._serve(self.decoder.in_frame)
         if self.transport is not None and not self.output_full and not self.closing and not self.deferred:
             self.transport.resume_reading()
