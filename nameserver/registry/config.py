@@ -136,6 +136,8 @@ class NamesrvConfig:
         #: the port the server listens on once bound (``listenPort`` 0 picks one): what
         #: GET_NAMESRV_CONFIG reports, never what the config file keeps
         self.bound_port: int | None = None
+        #: moves on every change of a value, so answers computed from them can be cached
+        self.generation = 0
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -144,6 +146,7 @@ class NamesrvConfig:
         if name not in self.items:
             raise ConfigError(f"unknown config item {name!r}")
         self.values[name] = value
+        self.generation += 1
 
     def apply(self, props: Mapping[str, str], *, strict: bool, keep_unknown: bool) -> tuple[list[str], list[str]]:
         """Apply properties; return (names that changed, names that were not applied).
@@ -172,6 +175,7 @@ class NamesrvConfig:
             if self.values[key] != value:
                 self.values[key] = value
                 changed.append(key)
+        self.generation += 1
         return changed, rejected
 
     def copy(self) -> NamesrvConfig:
@@ -218,6 +222,7 @@ class NamesrvConfig:
 
     def commit(self, candidate: NamesrvConfig) -> None:
         self.values.update(candidate.values)
+        self.generation += 1
 
     def black_list(self) -> frozenset[str]:
         configured = {k for k in str(self.values.get("configBlackList") or "").split(";") if k}

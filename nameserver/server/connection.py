@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 from ..protocol.codes import RequestCode, code_name
 from ..protocol.command import RemotingCommand
 from ..protocol.errors import ProtocolError
-from ..protocol.frame import NEED_DATA, FrameDecoder, encode
+from ..protocol.frame import NEED_DATA, FrameDecoder, decode_payload, encode
 from ..registry.routes import StagedTopics
 from .dispatch import STAGE_SLICE_TOPICS, RegisterParts
 
@@ -89,23 +89,38 @@ class Connection(asyncio.Protocol):
             error: ProtocolError | None = None
             deferred: tuple[RemotingCommand, Callable[[], RegisterParts | Exception]] | None = None
             drained = False
+            fast = not log.isEnabledFor(logging.DEBUG)  # debug logs every request: the plain way
+            metrics = self.server.metrics
+            processor = self.server.processor
             while unsent <= limit and unsent < batch_end:
                 try:
-                    cmd = self.decoder.next_frame()
+                    payload = self.decoder.next_payload()
+                    if payload is NEED_DATA:
+                        if not continuing:  # a new partial frame started in this chunk
+                            self.frame_started = self.last_activity
+                        drained = True
+                        break
+                    continuing = False
+                    assert isinstance(payload, bytes)
+                    # A route query asked before but for its opaque: its answer, undecoded.
+                    started = time.perf_counter() if metrics is not None else 0.0
+                    hit = processor.cached_answer(payload) if fast else None
+                    if hit is not None:
+                        if metrics is not None:
+                            metrics.route_latency.observe(time.perf_counter() - started)
+                            metrics.observe(RequestCode.GET_ROUTEINFO_BY_TOPIC, hit[0])
+                        answers.append(hit[1])
+                        unsent += len(hit[1])
+                        continue
+                    cmd = decode_payload(payload)
                 except ProtocolError as exc:
                     error = exc
                     break
-                if cmd is NEED_DATA:
-                    if not continuing:  # a new partial frame started in this chunk
-                        self.frame_started = self.last_activity
-                    drained = True
-                    break
-                continuing = False
-                job = self.server.processor.decode_off_loop(cmd, self.peer_host)  # type: ignore[arg-type]
+                job = processor.decode_off_loop(cmd, self.peer_host)
                 if job is not None:
-                    deferred = (cmd, job)  # type: ignore[assignment]  # cmd is a command past NEED_DATA
+                    deferred = (cmd, job)
                     break
-                answer = self._answer(cmd)  # type: ignore[arg-type]
+                answer = self._answer(cmd, payload=payload)
                 if answer is not None:
                     answers.append(answer)
                     unsent += len(answer)
@@ -177,7 +192,9 @@ class Connection(asyncio.Protocol):
             self.transport.resume_reading()
 
     def _answer(self, cmd: RemotingCommand, decoded: RegisterParts | Exception | None = None,
-                staged: StagedTopics | None = None) -> bytes | None:
+                staged: StagedTopics | None = None, payload: bytes | None = None) -> bytes | None:
+        """The encoded answer to ``cmd`` (None: none to send); ``payload``, the frame it
+        was decoded from, lets a route answer be kept for the same request again."""
         metrics = self.server.metrics
         debug = log.isEnabledFor(logging.DEBUG)
         if metrics is None and not debug:
@@ -199,10 +216,13 @@ class Connection(asyncio.Protocol):
         if response is None:
             return None
         try:
-            return encode(response)
+            frame = encode(response)
         except (ProtocolError, UnicodeError) as exc:
             log.error("cannot encode the answer to %s from %s: %s", code_name(cmd.code), self.peer, exc)
             return None
+        if payload is not None and cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
+            self.server.processor.remember_answer(payload, cmd, response, frame)
+        return frame
 
     def pause_writing(self) -> None:
         """Unsent output passed the limit: stop answering and reading this client."""

@@ -28,6 +28,7 @@ from ..registry.kv import KVStore
 from ..registry.route5 import SYNC_BROKER_MEMBER_GROUP_PREFIX, ZONE_NAME, filter_by_zone, requested_zone, \
     with_acting_masters
 from ..registry.routes import RouteTable, StagedTopics, TopicsDiff
+from .route_answers import RouteAnswers
 
 log = logging.getLogger("nameserver")
 
@@ -187,6 +188,8 @@ class Processor:
         self._route_cache: dict[tuple[object, ...], tuple[object, bytes]] = {}
         self._route_cache_generation = -1
         self.route_cache_hits = 0
+        #: whole answers to route queries, reused with the next request's opaque
+        self.route_answers = RouteAnswers(ROUTE_CACHE_LIMIT)
         self.admin_allow_list = parse_allow_list(config["adminAllowList"])
         self.broker_allow_list = parse_allow_list(config["brokerAllowList"], "brokerAllowList")
         R = RequestCode
@@ -321,6 +324,22 @@ class Processor:
             log.warning("refused %s from %s: not in %s", code_name(cmd.code), client_host, name)
             raise RequestError(ResponseCode.NO_PERMISSION,
                                f"{code_name(cmd.code)} from {client_host} refused: not in {name}")
+
+    def answers_epoch(self) -> tuple[int, int, int]:
+        """Moves whenever anything a route answer is computed from changes (RouteAnswers)."""
+        return self.routes.generation, self.kv.generation, self.config.generation
+
+    def cached_answer(self, payload: bytes) -> tuple[int, bytes] | None:
+        """(response code, answer frame) for a route query answered before but for its
+        opaque, without decoding it; None: decode it and ``handle`` it."""
+        hit = self.route_answers.answer(payload, self.answers_epoch())
+        if hit is not None:
+            self.route_cache_hits += 1
+        return hit
+
+    def remember_answer(self, payload: bytes, cmd: RemotingCommand, response: RemotingCommand, frame: bytes) -> None:
+        """Offer ``frame``, the answer to ``cmd`` (decoded from ``payload``), for reuse."""
+        self.route_answers.remember(payload, cmd, response, frame, self.answers_epoch())
 
     def _ok(self, cmd: RemotingCommand, *, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
         return cmd.response(ResponseCode.SUCCESS, ext=ext, body=body, version=self.version)

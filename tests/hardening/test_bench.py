@@ -74,6 +74,8 @@ def test_bench_fleet_against_another_name_server(start_namesrv: Callable[..., Na
         assert side["route_quiet"]["requests"] == side["route_under_churn"]["requests"] == 2000
     assert out["ours"]["rss_growth_mb"] is None  # -n: ours is not our child here
     assert out["vs"]["rss_growth_mb"] is not None
+    # CPU a request, first pass and the same queries again: only where the process is known
+    assert out["vs"]["route_cpu_us_per_request_again"] > 0 and out["ours"]["route_cpu_us_per_request_again"] is None
     assert set(out["ratios"]) >= {"register_first", "reregister_unchanged", "reregister_1pct_changed",
                                   "route_p99_under_churn", "longest_stall"}
     assert out["ratios"]["register_first"] > 0

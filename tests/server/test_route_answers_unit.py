@@ -1,0 +1,58 @@
+"""RouteAnswers without a server: bytes in, bytes out (see test_route_answers for the process)."""
+
+from __future__ import annotations
+
+from nameserver.protocol.codes import RequestCode as R, SerializeType
+from nameserver.protocol.command import RemotingCommand, request
+from nameserver.protocol.frame import encode
+from nameserver.server.route_answers import RouteAnswers
+
+
+def _kept(answers: RouteAnswers, cmd: RemotingCommand, epoch: object = 1) -> bytes:
+    """Offer the answer to ``cmd`` (a route body naming its topic); return that frame."""
+    response = cmd.response(0, body=b'{"topic":"%s"}' % (cmd.ext or {}).get("topic", "").encode())
+    frame = encode(response)
+    answers.answer(encode(cmd)[4:], epoch)  # a miss, which also records the epoch
+    answers.remember(encode(cmd)[4:], cmd, response, frame, epoch)
+    return frame
+
+
+def test_the_same_request_with_another_opaque_gets_the_same_answer_with_its_opaque() -> None:
+    answers = RouteAnswers(limit=10)
+    first = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a"}, opaque=5)
+    kept = _kept(answers, first)
+    for opaque in (0, 7, 123_456_789, 2_147_483_647, -2_147_483_648):
+        again = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a"}, opaque=opaque)
+        hit = answers.answer(encode(again)[4:], 1)
+        expected = RemotingCommand(**{**{k: getattr(first.response(0, body=b'{"topic":"a"}'), k)
+                                         for k in RemotingCommand.__dataclass_fields__}, "opaque": opaque})
+        assert hit == (0, encode(expected))
+    assert kept == answers.answer(encode(first)[4:], 1)[1]  # type: ignore[index]
+    other = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "b"}, opaque=5)
+    assert answers.answer(encode(other)[4:], 1) is None
+
+
+def test_a_new_epoch_drops_every_answer() -> None:
+    answers = RouteAnswers(limit=10)
+    cmd = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a"}, opaque=5)
+    _kept(answers, cmd, epoch=(1, 0, 0))
+    assert answers.answer(encode(cmd)[4:], (1, 0, 0)) is not None
+    assert answers.answer(encode(cmd)[4:], (2, 0, 0)) is None
+    assert len(answers) == 0 and answers.answer(encode(cmd)[4:], (1, 0, 0)) is None
+
+
+def test_the_limit_bounds_the_entries() -> None:
+    answers = RouteAnswers(limit=2)
+    for topic in "abc":
+        _kept(answers, request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
+    assert len(answers) == 1  # full at the third: cleared, then the third kept
+
+
+def test_only_plain_json_route_queries_are_kept() -> None:
+    answers = RouteAnswers(limit=10)
+    for cmd in (request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a"}, oneway=True),
+                request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a"}, serialize_type=SerializeType.ROCKETMQ),
+                request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a"}, body=b"x"),
+                request(R.GET_KV_CONFIG, {"topic": "a"})):
+        _kept(answers, cmd)
+    assert len(answers) == 0
