@@ -30,7 +30,7 @@ from .errors import MqadminError, Pending
 from .exit import ExitStatus
 from .transport.fanout import Answer, ask_all
 from .profiles import resolve
-from .render.output import AUTO, ReadView, WriteView, render
+from .render.output import AUTO, ReadTable, WriteTable, render
 from .result import READ, WRITE, Result, Step
 from .usage import error_document, write_document
 
@@ -297,7 +297,7 @@ def read_command(
     args: dict[str, Any],
     request: int,
     fetch: Callable[[Any], Awaitable[Any]],
-    view: ReadView,
+    table: ReadTable,
     *,
     to_data: Callable[[Any], Any] = lambda v: v,
     detail: str = "",
@@ -308,7 +308,7 @@ def read_command(
 
     async def build(ctx: Context) -> Result:
         answers = await ctx.ask(fetch, request, detail=detail)
-        return Result(command, args, [Step.from_answers(request, READ, answers, to_data, view=view, same=same)])
+        return Result(command, args, [Step.from_answers(request, READ, answers, to_data, table=table, same=same)])
 
     run(common, build)
 
@@ -319,7 +319,7 @@ def write_command(
     args: dict[str, Any],
     request: int,
     send: Callable[[Any], Awaitable[Any]],
-    view: WriteView,
+    table: WriteTable,
     *,
     detail: str = "",
     check: Callable[[Context, Result], Awaitable[None]] | None = None,
@@ -332,13 +332,13 @@ def write_command(
         result = None
         try:
             answers = await ctx.ask(send, request, detail=detail, progress=progress)
-            result = Result(command, args, [Step.from_answers(request, WRITE, answers, view=view)])
+            result = Result(command, args, [Step.from_answers(request, WRITE, answers, table=table)])
             if check is not None:
                 await check(ctx, result)
         except asyncio.CancelledError:
             if result is None:  # Ctrl-C during the write: what each server had said by then
                 answers = {a: progress.get(a) or Answer(a, error=Pending(a, request, detail)) for a in ctx.addrs}
-                result = Result(command, args, [Step.from_answers(request, WRITE, answers, view=view)])
+                result = Result(command, args, [Step.from_answers(request, WRITE, answers, table=table)])
             raise Interrupted(result) from None
         return result
 

@@ -126,7 +126,7 @@ def delete_topic(
         found, routes = await asyncio.gather(ctx.ask(masters, R.GET_BROKER_CLUSTER_INFO),
                                              ctx.ask(lambda c: c.get_route(topic), R.GET_ROUTEINFO_BY_TOPIC,
                                                      detail=f"for topic {topic!r}"))
-        lookup = Step.from_answers(R.GET_BROKER_CLUSTER_INFO, LOOKUP, found, view=answers.MASTERS)
+        lookup = Step.from_answers(R.GET_BROKER_CLUSTER_INFO, LOOKUP, found, table=answers.MASTERS)
         targets = {a: n for o in lookup.outcomes if o.ok for n, a in o.data["masters"].items()}
         error = await _nothing_to_delete(ctx, topic, cluster, lookup, routes)
         if error is not None or not targets:
