@@ -25,13 +25,13 @@ from typing import (Annotated, Any, Awaitable, Callable, Coroutine, Iterable, No
 import typer
 from typer._click.globals import get_current_context
 
-from .transport.client import DEFAULT_TIMEOUT, Connection, NamesrvConnection
 from .errors import MqadminError, Pending
 from .exit import ExitStatus
-from .transport.fanout import Answer, ask_all
 from .profiles import resolve
 from .render.output import AUTO, ReadTable, WriteTable, render
 from .result import READ, WRITE, Result, Step
+from .transport.client import DEFAULT_TIMEOUT, Connection, NamesrvConnection
+from .transport.fanout import Answer, ask_all
 from .usage import error_document, write_document
 
 T = TypeVar("T")

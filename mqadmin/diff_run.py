@@ -19,18 +19,18 @@ import typer
 
 from nameserver.protocol.bodies import ClusterInfo
 
-from .transport.client import DEFAULT_TIMEOUT, NamesrvConnection
-from .transport.collect import Progress, collect_views
-from .render.answers import PER_HOST_CONFIG
 from .core import Common, Environment, ErrorDocument, guard, is_seconds, repeat_rounds
 from .diff import STRATEGIES, ServerView, UnknownName, diff_views, unknown_names, with_suggestions
-from .render.diff import diagnostics, render_report, render_round
-from .render.metrics import DEFAULT_TOP, WatchMetrics, serve
 from .diff.watch import Round, Tracker
 from .errors import MqadminError
-from .render.output import dump_yaml
-from .transport.fanout import ask_all
 from .profiles import resolve
+from .render.answers import PER_HOST_CONFIG
+from .render.diff import diagnostics, render_report, render_round
+from .render.metrics import DEFAULT_TOP, WatchMetrics, serve
+from .render.output import dump_yaml
+from .transport.client import DEFAULT_TIMEOUT, NamesrvConnection
+from .transport.collect import Progress, collect_views
+from .transport.fanout import ask_all
 
 #: config items that differ per server by design, left out of --config comparisons
 DEFAULT_IGNORED_CONFIG = PER_HOST_CONFIG

@@ -8,11 +8,11 @@ import typer
 
 from nameserver.protocol.codes import RequestCode as R
 
-from ..render import answers
-from ..transport.client import BrokerConnection, NamesrvConnection
 from ..core import Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, run, seconds_option
 from ..errors import NotFound
+from ..render import answers
 from ..result import PROBE, READ, Result, Step
+from ..transport.client import BrokerConnection, NamesrvConnection
 
 #: seconds; brokers are asked for runtime figures only as a courtesy, a dead one must not stall the table
 BROKER_PROBE_TIMEOUT = 1.0

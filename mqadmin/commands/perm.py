@@ -14,12 +14,12 @@ import typer
 
 from nameserver.protocol.codes import RequestCode as R
 
-from ..render import answers
-from ..transport.client import NamesrvConnection
 from ..core import (Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, did_you_mean,
                     required, write_command)
+from ..render import answers
 from ..render.output import WriteTable
 from ..result import Result
+from ..transport.client import NamesrvConnection
 
 BrokerNameOpt = Annotated[str, typer.Option("-b", "--brokerName", help="Broker name (the group, not an address).",
                                             show_default=False)]

@@ -10,13 +10,13 @@ import typer
 from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
 from nameserver.protocol.codes import RequestCode as R
 
-from ..render import answers
-from ..transport.client import BrokerConnection, NamesrvConnection
 from ..core import (Common, Context, Interrupted, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt,
                     did_you_mean, read_command, required, run)
 from ..errors import NotFound, Pending
-from ..transport.fanout import Answer
+from ..render import answers
 from ..result import LOOKUP, WRITE, Result, Step
+from ..transport.client import BrokerConnection, NamesrvConnection
+from ..transport.fanout import Answer
 
 TopicOpt = Annotated[str, typer.Option("-t", "--topic", help="Topic name.", show_default=False)]
 

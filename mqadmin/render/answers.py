@@ -15,8 +15,8 @@ from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
 from nameserver.protocol.codes import MASTER_ID, PERM_READ, PERM_WRITE, RequestCode
 
 from ..diff import Queue
-from .output import ReadTable, Row, WriteTable
 from ..result import Result
+from .output import ReadTable, Row, WriteTable
 
 # ----------------------------------------------------------------- helpers ----
 
