@@ -25,13 +25,13 @@ from typing import (Annotated, Any, Awaitable, Callable, Coroutine, Iterable, No
 import typer
 from typer._click.globals import get_current_context
 
-from .transport.client import DEFAULT_TIMEOUT, Connection, NamesrvConnection
 from .errors import MqadminError, Pending
 from .exit import ExitStatus
-from .transport.fanout import Answer, ask_all
 from .profiles import resolve
-from .render.output import AUTO, ReadView, WriteView, render
+from .render.output import AUTO, ReadTable, WriteTable, render
 from .result import READ, WRITE, Result, Step
+from .transport.client import DEFAULT_TIMEOUT, Connection, NamesrvConnection
+from .transport.fanout import Answer, ask_all
 from .usage import error_document, write_document
 
 T = TypeVar("T")
@@ -150,27 +150,45 @@ def run(
         output = common.output.value if common.output is not None else (target.output or AUTO)
         document.output = output
         ctx = Context(target.addrs, common.timeout or target.timeout or DEFAULT_TIMEOUT)
-        rounds = 0
-        while True:
+
+        def one_round() -> int:
             env = Environment.current()
-            try:
-                result = asyncio.run(build(ctx))
-            except Interrupted as stop:
-                stop.result.interrupted = True
-                render(stop.result, output, env.stdout, env.stderr)
-                document.written = True
-                pending = [o.addr for s in stop.result.steps for o in s.outcomes if isinstance(o.error, Pending)]
-                error_line("interrupted" + (f"; no answer yet from {', '.join(pending)}: the write may or may "
-                                            "not have been applied there" if pending else ""), env.stderr)
-                return int(stop.result.status)
+            result = asyncio.run(build(ctx))
             render(result, output, env.stdout, env.stderr)
             document.written = True
-            rounds += 1
-            if interval is None or (count is not None and rounds >= count):
-                return int(result.status)
-            time.sleep(interval)
+            return int(result.status)
+
+        try:
+            return repeat_rounds(one_round, every=interval, count=count)
+        except Interrupted as stop:
+            env = Environment.current()
+            stop.result.interrupted = True
+            render(stop.result, output, env.stdout, env.stderr)
+            document.written = True
+            pending = [o.addr for s in stop.result.steps for o in s.outcomes if isinstance(o.error, Pending)]
+            error_line("interrupted" + (f"; no answer yet from {', '.join(pending)}: the write may or may "
+                                        "not have been applied there" if pending else ""), env.stderr)
+            return int(stop.result.status)
 
     raise typer.Exit(code=guard(body, traceback=common.traceback, on_error=document))
+
+
+def repeat_rounds(one_round: Callable[[], int], *, every: float | None, count: int | None,
+                  paced_from_start: bool = False) -> int:
+    """The round loop of every repeating command (``-i``/``-c``, ``diff-namesrv --watch``):
+    run ``one_round`` once, or every ``every`` seconds until ``count`` rounds (None: until
+    Ctrl-C), and return the last round's status. ``every`` is the pause between rounds, or
+    with ``paced_from_start`` the time from one round's start to the next (a watch keeps
+    its rhythm however long a round takes). Ctrl-C (130) and a closed pipe (141) escape
+    to ``guard``, which maps them."""
+    rounds = 0
+    while True:
+        started = time.monotonic()
+        status = one_round()
+        rounds += 1
+        if every is None or (count is not None and rounds >= count):
+            return status
+        time.sleep(max(0.0, started + every - time.monotonic()) if paced_from_start else every)
 
 
 class ErrorDocument:
@@ -279,7 +297,7 @@ def read_command(
     args: dict[str, Any],
     request: int,
     fetch: Callable[[Any], Awaitable[Any]],
-    view: ReadView,
+    table: ReadTable,
     *,
     to_data: Callable[[Any], Any] = lambda v: v,
     detail: str = "",
@@ -290,7 +308,7 @@ def read_command(
 
     async def build(ctx: Context) -> Result:
         answers = await ctx.ask(fetch, request, detail=detail)
-        return Result(command, args, [Step.from_answers(request, READ, answers, to_data, view=view, same=same)])
+        return Result(command, args, [Step.from_answers(request, READ, answers, to_data, table=table, same=same)])
 
     run(common, build)
 
@@ -301,7 +319,7 @@ def write_command(
     args: dict[str, Any],
     request: int,
     send: Callable[[Any], Awaitable[Any]],
-    view: WriteView,
+    table: WriteTable,
     *,
     detail: str = "",
     check: Callable[[Context, Result], Awaitable[None]] | None = None,
@@ -314,13 +332,13 @@ def write_command(
         result = None
         try:
             answers = await ctx.ask(send, request, detail=detail, progress=progress)
-            result = Result(command, args, [Step.from_answers(request, WRITE, answers, view=view)])
+            result = Result(command, args, [Step.from_answers(request, WRITE, answers, table=table)])
             if check is not None:
                 await check(ctx, result)
         except asyncio.CancelledError:
             if result is None:  # Ctrl-C during the write: what each server had said by then
                 answers = {a: progress.get(a) or Answer(a, error=Pending(a, request, detail)) for a in ctx.addrs}
-                result = Result(command, args, [Step.from_answers(request, WRITE, answers, view=view)])
+                result = Result(command, args, [Step.from_answers(request, WRITE, answers, table=table)])
             raise Interrupted(result) from None
         return result
 

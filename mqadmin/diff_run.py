@@ -19,18 +19,18 @@ import typer
 
 from nameserver.protocol.bodies import ClusterInfo
 
-from .transport.client import DEFAULT_TIMEOUT, NamesrvConnection
-from .transport.collect import Progress, collect_views
-from .render.answers import PER_HOST_CONFIG
-from .core import Common, Environment, ErrorDocument, guard, is_seconds
+from .core import Common, Environment, ErrorDocument, guard, is_seconds, repeat_rounds
 from .diff import STRATEGIES, ServerView, UnknownName, diff_views, unknown_names, with_suggestions
-from .render.diff import diagnostics, render_report, render_round
-from .render.metrics import DEFAULT_TOP, WatchMetrics, serve
 from .diff.watch import Round, Tracker
 from .errors import MqadminError
-from .render.output import dump_yaml
-from .transport.fanout import ask_all
 from .profiles import resolve
+from .render.answers import PER_HOST_CONFIG
+from .render.diff import diagnostics, render_report, render_round
+from .render.metrics import DEFAULT_TOP, WatchMetrics, serve
+from .render.output import dump_yaml
+from .transport.client import DEFAULT_TIMEOUT, NamesrvConnection
+from .transport.collect import Progress, collect_views
+from .transport.fanout import ask_all
 
 #: config items that differ per server by design, left out of --config comparisons
 DEFAULT_IGNORED_CONFIG = PER_HOST_CONFIG
@@ -99,7 +99,8 @@ def run(common: Common, options: DiffOptions) -> NoReturn:
 
     def rounds(addrs: Sequence[str], output: str, timeout: float, tracker: Tracker, printed: set[str],
                metrics: WatchMetrics | None) -> int:
-        while True:
+        def one_round() -> int:
+            nonlocal printed
             env = Environment.current()
             started_wall, started = time.time(), time.monotonic()
             with _progress_bar(env.stderr, enabled=output == "table", servers=len(addrs)) as progress:
@@ -119,9 +120,9 @@ def run(common: Common, options: DiffOptions) -> NoReturn:
                 env.stderr.write(line + "\n")
             env.stderr.flush()
             printed = set(lines)
-            if options.watch is None or (options.count is not None and tracker.rounds >= options.count):
-                return int(rnd.status)
-            time.sleep(max(0.0, started + options.watch - time.monotonic()))
+            return int(rnd.status)
+
+        return repeat_rounds(one_round, every=options.watch, count=options.count, paced_from_start=True)
 
     raise typer.Exit(code=guard(body, traceback=common.traceback, on_error=document))
 

@@ -123,8 +123,8 @@ class Step:
     target: str = "namesrv"
     #: why the step was not sent (its outcomes then carry Skipped errors)
     skipped: str | None = None
-    #: how render/output.py shows it (a render.answers.View); not part of the data
-    view: Any = None
+    #: how render/output.py shows it (a render.output.ReadTable or WriteTable); not part of the data
+    table: Any = None
     #: the part of an answer compared across servers (getNamesrvConfig leaves per-host paths out)
     same: Callable[[Any], Any] | None = None
 
@@ -138,7 +138,7 @@ class Step:
         *,
         target: str = "namesrv",
         broker_names: Mapping[str, str] | None = None,
-        view: Any = None,
+        table: Any = None,
         same: Callable[[Any], Any] | None = None,
     ) -> Step:
         names = broker_names or {}
@@ -146,17 +146,17 @@ class Step:
             Outcome(a.addr, to_data(a.value) if a.ok else None, a.error, a.latency_ms, names.get(a.addr))
             for a in answers.values()
         ]
-        return cls(request, kind, outcomes, target, view=view, same=same)
+        return cls(request, kind, outcomes, target, table=table, same=same)
 
     @classmethod
     def not_sent(
         cls, request: int, kind: str, addrs: Sequence[str], reason: str, *, target: str = "namesrv",
-        broker_names: Mapping[str, str] | None = None, view: Any = None,
+        broker_names: Mapping[str, str] | None = None, table: Any = None,
     ) -> Step:
         """A step skipped on purpose: every target gets a Skipped error with ``reason``."""
         names = broker_names or {}
         outcomes = [Outcome(a, error=Skipped(a, request, reason), broker_name=names.get(a)) for a in addrs]
-        return cls(request, kind, outcomes, target, skipped=reason, view=view)
+        return cls(request, kind, outcomes, target, skipped=reason, table=table)
 
     @property
     def groups(self) -> list[Group]:

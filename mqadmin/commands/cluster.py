@@ -8,11 +8,11 @@ import typer
 
 from nameserver.protocol.codes import RequestCode as R
 
-from ..render import answers
-from ..transport.client import BrokerConnection, NamesrvConnection
 from ..core import Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, run, seconds_option
 from ..errors import NotFound
+from ..render import answers
 from ..result import PROBE, READ, Result, Step
+from ..transport.client import BrokerConnection, NamesrvConnection
 
 #: seconds; brokers are asked for runtime figures only as a courtesy, a dead one must not stall the table
 BROKER_PROBE_TIMEOUT = 1.0
@@ -47,7 +47,7 @@ def cluster_list(
 
     async def build(ctx: Context) -> Result:
         read = Step.from_answers(R.GET_BROKER_CLUSTER_INFO, READ, await ctx.ask(fetch, R.GET_BROKER_CLUSTER_INFO),
-                                 view=answers.CLUSTER_TOTALS if more_stats else answers.CLUSTER)
+                                 table=answers.CLUSTER_TOTALS if more_stats else answers.CLUSTER)
         brokers = sorted({a for o in read.outcomes if o.ok for a in answers.cluster_addrs(o.data)})
         runtime = await ctx.ask(lambda c: c.get_runtime_info(), R.GET_BROKER_RUNTIME_INFO, addrs=brokers,
                                 connection=BrokerConnection, timeout=min(ctx.timeout, BROKER_PROBE_TIMEOUT))

@@ -14,12 +14,12 @@ import typer
 
 from nameserver.protocol.codes import RequestCode as R
 
-from ..render import answers
-from ..transport.client import NamesrvConnection
 from ..core import (Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, did_you_mean,
                     required, write_command)
-from ..render.output import WriteView
+from ..render import answers
+from ..render.output import WriteTable
 from ..result import Result
+from ..transport.client import NamesrvConnection
 
 BrokerNameOpt = Annotated[str, typer.Option("-b", "--brokerName", help="Broker name (the group, not an address).",
                                             show_default=False)]
@@ -64,7 +64,7 @@ def add_write_perm(
 
 def _perm_write(
     common: Common, command: str, name: str, request: int,
-    call: Callable[[NamesrvConnection], Awaitable[int]], field: str, view: WriteView,
+    call: Callable[[NamesrvConnection], Awaitable[int]], field: str, table: WriteTable,
 ) -> NoReturn:
     """Send the perm write to every name server, then judge the counts (see the module)."""
 
@@ -82,7 +82,7 @@ def _perm_write(
                 f"broker {name!r} has no topics on {len(zero)} of the {len(ok)} name servers that answered: "
                 f"{', '.join(zero)} (their routes differ from the others'; see topicRoute or diff-namesrv)")
 
-    write_command(common, command, {"broker_name": name}, request, send, view, detail=f"for broker {name!r}",
+    write_command(common, command, {"broker_name": name}, request, send, table, detail=f"for broker {name!r}",
                   check=check)
 
 

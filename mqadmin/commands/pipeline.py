@@ -7,7 +7,6 @@ import asyncio
 import math
 import sys
 import time
-import warnings
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
@@ -160,9 +159,10 @@ def analyze(
     if missing:
         error_line(f"analyze needs {', '.join(missing)}: pip install 'mqadmin[pipeline]'")
         raise typer.Exit(code=int(ExitStatus.ERROR))
-    from ..pipeline import launch, session
-    from ..pipeline.job import JobOptions, NoCaptures, run
-    from ..pipeline.progress import StepProgress
+    from ..pipeline import session
+    from ..pipeline.job import JobOptions
+    from ..pipeline.run import Analysis
+    from ..pipeline.run import analyze as run_analysis
 
     if master is not None and remote is not None:
         raise typer.BadParameter("give --master or --remote, not both", param_hint="'--remote'")
@@ -181,84 +181,9 @@ def analyze(
                           _time_option(from_, "--from"), _time_option(to, "--to"), report)
         if opts.from_ms is not None and opts.to_ms is not None and opts.from_ms >= opts.to_ms:
             raise typer.BadParameter(f"--from ({from_}) must be before --to ({to})", param_hint="'--from'")
-        if not captures.is_dir():
-            error_line(f"no such directory: {captures}")
-            return int(ExitStatus.ERROR)
-        size = launch.capture_bytes(captures)
-        if size is None:
-            error_line(f"no capture files under {captures} (snapshot writes {captures}/NNNNNN/HOST_PORT.msgpack)")
-            return int(ExitStatus.ERROR)
-        problem = launch.unwritable(out)
-        if problem:
-            error_line(f"--out {out}: {problem}")
-            return int(ExitStatus.ERROR)
-        other = launch.analysed_from(out)
-        if other is not None and other != str(captures.resolve()) and not replace:
-            error_line(f"{out} holds the analysis of {other}; analysing {captures} into it would replace the dates "
-                       "both cover: give another --out, or --replace")
-            return int(ExitStatus.ERROR)
-        java = None if remote else launch.missing_java()
-        if java:
-            error_line(f"analyze runs Spark, which needs Java 17: {java}")
-            return int(ExitStatus.ERROR)
-        launch.record_source(out, captures)
-        place = session.Place(master=None if remote else (master or "local[*]"), remote=remote, conf=settings,
-                              log=None if verbose or remote else out / session.LOG_NAME,
-                              small=size <= session.SMALL_INPUT)
-        see_log = f" (Spark's log: {place.log})" if place.log else ""
-        if not verbose:  # PySpark's own advice (Connect's client warns as the JVM logs): not ours to print
-            warnings.filterwarnings("ignore", module=r"pyspark(\.|$)")
-        from pyspark.sql import SparkSession
-
-        existing = None if remote else SparkSession.getActiveSession()
-        _echo(f"analyze: starting Spark ({place.describe()})")
-        try:
-            if existing is not None:
-                spark = existing
-                session.ship(spark)
-            else:
-                spark = session.start(place)
-        except Exception as exc:  # no Java, JVM gone, master or server unreachable
-            error_line(f"cannot start Spark with {place.describe()}: {launch.first_line(exc)}{see_log}")
-            return int(ExitStatus.ERROR)
-        started = time.perf_counter()
-        progress = StepProgress(session.task_counter(spark), prefix="analyze: ", tty=sys.stderr.isatty())
-        stop = launch.CancelOnSigint(spark, _echo)
-
-        def step(text: str) -> None:
-            if stop.requested:  # between two Spark actions: do not start the next step
-                raise KeyboardInterrupt
-            progress.step(text)
-
-        try:
-            with progress, stop:
-                result = run(spark, opts, echo=step)
-        except NoCaptures as exc:
-            error_line(str(exc))
-            return int(ExitStatus.ERROR)
-        except (Exception, KeyboardInterrupt) as exc:
-            if not stop.requested:
-                if traceback or not isinstance(exc, Exception):
-                    raise
-                error_line(f"analyze failed with {place.describe()}: {launch.first_line(exc)}{see_log}")
-                return int(ExitStatus.ERROR)
-            result = None  # Ctrl-C: the Spark job under way was cancelled, or the next step not begun
-        finally:
-            if existing is None:
-                spark.stop()
-        if result is None or stop.requested:
-            error_line(f"interrupted; the tables under {out} may mix this run and an earlier one: run analyze again")
-            return EXIT_INTERRUPTED
-        c = result.counts
-        _echo(f"analyze: {c.get('rounds', 0)} rounds, {c.get('captures', 0)} captures, "
-              f"{c.get('inconsistent', 0)} inconsistent (round, topic) pairs, {c.get('windows', 0)} windows "
-              f"on {', '.join(result.dates)}, {time.perf_counter() - started:.0f} s")
-        _echo(f"analyze: tables under {out}" + (f"; report {result.report}" if result.report else ""))
-        if c.get("unreadable_files"):
-            _echo(f"analyze: {c['unreadable_files']} capture files could not be read and were left out "
-                  "(exit 3; see the captures table, unreadable = true)")
-            return int(ExitStatus.PARTIAL)
-        return int(ExitStatus.OK)
+        analysis = Analysis(captures, out, opts, master=master, remote=remote, conf=settings, replace=replace,
+                            verbose=verbose, traceback=traceback)
+        return int(run_analysis(analysis, echo=_echo, error=error_line))
 
     raise typer.Exit(code=guard(body, traceback=traceback))
 

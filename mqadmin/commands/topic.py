@@ -10,13 +10,13 @@ import typer
 from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
 from nameserver.protocol.codes import RequestCode as R
 
-from ..render import answers
-from ..transport.client import BrokerConnection, NamesrvConnection
 from ..core import (Common, Context, Interrupted, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt,
                     did_you_mean, read_command, required, run)
 from ..errors import NotFound, Pending
-from ..transport.fanout import Answer
+from ..render import answers
 from ..result import LOOKUP, WRITE, Result, Step
+from ..transport.client import BrokerConnection, NamesrvConnection
+from ..transport.fanout import Answer
 
 TopicOpt = Annotated[str, typer.Option("-t", "--topic", help="Topic name.", show_default=False)]
 
@@ -126,7 +126,7 @@ def delete_topic(
         found, routes = await asyncio.gather(ctx.ask(masters, R.GET_BROKER_CLUSTER_INFO),
                                              ctx.ask(lambda c: c.get_route(topic), R.GET_ROUTEINFO_BY_TOPIC,
                                                      detail=f"for topic {topic!r}"))
-        lookup = Step.from_answers(R.GET_BROKER_CLUSTER_INFO, LOOKUP, found, view=answers.MASTERS)
+        lookup = Step.from_answers(R.GET_BROKER_CLUSTER_INFO, LOOKUP, found, table=answers.MASTERS)
         targets = {a: n for o in lookup.outcomes if o.ok for n, a in o.data["masters"].items()}
         error = await _nothing_to_delete(ctx, topic, cluster, lookup, routes)
         if error is not None or not targets:

@@ -21,8 +21,8 @@ JSON document of one round (``-o json``; one per line with ``--watch``)::
 A difference that is gone only because every server of one side of it stopped answering
 (the server that lacked a broker went down) is not resolved: nobody knows what that server
 holds. It is *unconfirmed* until that side answers again; then it is resolved, or goes on
-with its first-seen time if it is still there (mqadmin/pipeline/SCHEMA.md, "Silent
-servers", is the same rule over a capture history).
+with its first-seen time if it is still there. The rule is rules.silent_side, which the
+Spark job's windows follow too (mqadmin/pipeline/SCHEMA.md, "Silent servers").
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ import string
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from . import SCHEMA_VERSION, DiffReport, Finding, ServerSummary, ServerView, TopicImpact, UnknownName
 from ..exit import ExitStatus
+from . import SCHEMA_VERSION, DiffReport, Finding, ServerSummary, ServerView, TopicImpact, UnknownName
+from .rules import silent_side
 
 COMMAND = "diff-namesrv"
 #: (kind, topic, broker, subject): what a finding is about, whatever the values
@@ -175,15 +176,6 @@ def impacts_obj(impacts: Sequence[TopicImpact]) -> list[dict[str, Any]]:
     return out
 
 
-def silent_side(f: Finding, answering: set[str]) -> tuple[str, ...]:
-    """The servers of the first side of ``f`` (a group of equal values) of which none
-    answers now; () when every side still has a server answering."""
-    for _, servers in f.groups():
-        if not answering.intersection(servers):
-            return tuple(servers)
-    return ()
-
-
 def server_state(s: ServerSummary) -> str:
     if not s.ok:
         return "failed"
@@ -213,7 +205,7 @@ class Tracker:
         current = {finding_id(f): f for f in report.findings}
         answering = {v.addr for v in views if v.ok}
         gone = {k: f for k, f in self._findings.items() if k not in current}
-        silent = {k: side for k, f in gone.items() if (side := silent_side(f, answering))}
+        silent = {k: side for k, f in gone.items() if (side := silent_side(f.groups(), answering))}
         first_seen = {k: self._first_seen.get(k, (started_wall, started)) for k in (*current, *silent)}
         new = tuple(f for k, f in current.items() if k not in self._findings)
         changed = tuple(f for k, f in current.items() if k in self._findings and self._findings[k] != f)

@@ -25,7 +25,8 @@ import pyarrow as pa
 from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
 from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
 
-from ..diff import DiffReport, Finding, Kind, ServerView, diff_views, queue_label
+from ..diff import DiffReport, Kind, ServerView, diff_views, queue_label
+from ..diff.rules import differing_servers
 from .flatten import mapping_from_json
 
 FINDING = pa.struct([
@@ -143,20 +144,6 @@ def cluster_views(captures: Sequence[Mapping[str, Any]]) -> list[ServerView]:
 
 
 # ----------------------------------------------------------------- outcomes ----
-
-
-def differing_servers(findings: Iterable[Finding]) -> list[str]:
-    """Servers outside the majority of at least one finding. The majority of a finding
-    is its largest group of servers; on a tie, the group that has the item (a lost
-    registration is likelier than an extra one), then the group seen first."""
-    odd: set[str] = set()
-    for f in findings:
-        groups = f.groups()
-        best = max(range(len(groups)), key=lambda i: (len(groups[i][1]), groups[i][0] is not None, -i))
-        for i, (_, servers) in enumerate(groups):
-            if i != best:
-                odd.update(servers)
-    return sorted(odd)
 
 
 def outcome(round_no: int, topic: str | None, report: DiffReport, clusters: Iterable[str]) -> dict[str, Any]:

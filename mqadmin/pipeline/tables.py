@@ -120,7 +120,11 @@ def bridged(gaps: DataFrame, silent: DataFrame, keys: Sequence[str]) -> DataFram
     between two in which they did not; ``side_a`` and ``side_b`` are the two sides of
     the disagreement just before it. When every server of one side said nothing for the
     whole gap, the others agreeing says nothing about whether it ended: the gap is
-    bridged. (Had one server of that side answered, the agreement would be real.)"""
+    bridged. (Had one server of that side answered, the agreement would be real.)
+
+    This is mqadmin.diff.rules.silent_side in Spark SQL (over the two sides, differing
+    and majority, where the rule takes every group): the parity test
+    (tests/pipeline/test_rule_parity.py) holds it to the watcher's windows."""
     sides = F.array(F.struct(F.lit(0).alias("side"), F.col("side_a").alias("members")),
                     F.struct(F.lit(1).alias("side"), F.col("side_b").alias("members")))
     members = (gaps.select(*keys, "gap_from", "gap_to", F.explode(sides).alias("s"))

@@ -1,9 +1,9 @@
-"""Per-command data and table views: answer objects -> canonical JSON data -> table rows.
+"""Per-command data and table specs: answer objects -> canonical JSON data -> table rows.
 
 ``*_data`` functions turn a decoded answer into plain data in standard JSON with
 RocketMQ's own field names (``brokerDatas``, ``queueDatas``, ``topicList``, ...) and
-every list sorted, so two servers holding the same state give equal data. The views
-say how render/output.py lays that data out as a table.
+every list sorted, so two servers holding the same state give equal data. The table
+specs (output.ReadTable, WriteTable) say how render/output.py lays that data out as a table.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
 from nameserver.protocol.codes import MASTER_ID, PERM_READ, PERM_WRITE, RequestCode
 
 from ..diff import Queue
-from .output import ReadView, Row, WriteView
 from ..result import Result
+from .output import ReadTable, Row, WriteTable
 
 # ----------------------------------------------------------------- helpers ----
 
@@ -67,7 +67,7 @@ def _route_notes(data: Any) -> list[str]:
     return notes
 
 
-ROUTE = ReadView(("Broker", "Cluster", "Addresses (id=addr)", "Read", "Write", "Perm"), _route_rows, notes=_route_notes)
+ROUTE = ReadTable(("Broker", "Cluster", "Addresses (id=addr)", "Read", "Write", "Perm"), _route_rows, notes=_route_notes)
 
 #: Java's ``topicRoute -l`` line (TopicRouteSubCommand.FORMAT); ``%-5s`` leaves trailing blanks
 JAVA_ROUTE_FORMAT = "%-45s %-32s %-50s %-10s %-11s %-5s\n"
@@ -102,7 +102,7 @@ def java_route_list(data: Any, result: Result | None = None) -> str:
 
 #: ``topicRoute -l``: Java's text instead of the table (the notes go under each answer
 #: when the servers disagree); rows and columns stay ROUTE's
-ROUTE_LIST = ReadView(ROUTE.columns, _route_rows, notes=_route_notes, layout=java_route_list, always_layout=True)
+ROUTE_LIST = ReadTable(ROUTE.columns, _route_rows, notes=_route_notes, layout=java_route_list, always_layout=True)
 
 
 def topic_clusters(route: TopicRouteData, info: ClusterInfo) -> dict[str, Any]:
@@ -119,7 +119,7 @@ def lines(items: Sequence[str]) -> str:
 
 
 #: Java's topicClusterList: one cluster per line
-TOPIC_CLUSTERS = ReadView(
+TOPIC_CLUSTERS = ReadTable(
     ("Cluster",), lambda data, result: [(c, (c,)) for c in data["clusters"]],
     notes=lambda data: [] if data["clusters"] else ["no cluster of the cluster info holds a broker of this route"],
     layout=lambda data, result: lines(data["clusters"]),
@@ -277,16 +277,16 @@ def java_cluster_totals(data: Any, result: Result) -> str:
     return "".join(out)
 
 
-CLUSTER = ReadView(CLUSTER_COLUMNS, _cluster_rows, layout=java_cluster_list)
+CLUSTER = ReadTable(CLUSTER_COLUMNS, _cluster_rows, layout=java_cluster_list)
 #: ``clusterList -m``: one row per broker address, as Java prints it.
-CLUSTER_TOTALS = ReadView(TOTALS_COLUMNS, _cluster_total_rows, layout=java_cluster_totals)
+CLUSTER_TOTALS = ReadTable(TOTALS_COLUMNS, _cluster_total_rows, layout=java_cluster_totals)
 
-MASTERS = ReadView(("Broker", "Master"), lambda data, result: [(n, (n, a)) for n, a in data["masters"].items()])
+MASTERS = ReadTable(("Broker", "Master"), lambda data, result: [(n, (n, a)) for n, a in data["masters"].items()])
 
 # ------------------------------------------------------------------ topics ----
 
 #: Java's topicList: one topic per line
-TOPICS = ReadView(("Topic",), lambda data, result: [(t, (t,)) for t in data["topicList"]],
+TOPICS = ReadTable(("Topic",), lambda data, result: [(t, (t,)) for t in data["topicList"]],
                   layout=lambda data, result: lines(data["topicList"]))
 
 
@@ -302,7 +302,7 @@ def java_topics_by_cluster(data: Any, result: Result) -> str:
     return "".join(out)
 
 
-TOPICS_BY_CLUSTER = ReadView(
+TOPICS_BY_CLUSTER = ReadTable(
     ("Cluster", "Topic"),
     lambda data, result: [((c, t), (c, t)) for c, ts in data["topicsByCluster"].items() for t in ts],
     layout=java_topics_by_cluster,
@@ -338,7 +338,7 @@ def _allocation_rows(data: Any, result: Result) -> list[Row]:
     return rows
 
 
-ALLOCATION = ReadView(("Client id", "Queues (broker:ids)", "Count"), _allocation_rows)
+ALLOCATION = ReadTable(("Client id", "Queues (broker:ids)", "Count"), _allocation_rows)
 
 # ---------------------------------------------------------- kv and config ----
 
@@ -346,18 +346,18 @@ ALLOCATION = ReadView(("Client id", "Queues (broker:ids)", "Count"), _allocation
 JAVA_PROPERTY = "%-50s=  %s\n"
 
 #: getKvConfig -k: the value alone on its line (``$(mqadmin getKvConfig ...)`` reads it)
-KV_VALUE = ReadView(
+KV_VALUE = ReadTable(
     ("Namespace", "Key", "Value"),
     lambda data, result: [(result.args["key"], (result.args["namespace"], result.args["key"], data["value"]))],
     layout=lambda data, result: f"{data['value']}\n",
 )
 #: getKvConfig without -k: Java's property line per key
-KV_TABLE = ReadView(
+KV_TABLE = ReadTable(
     ("Namespace", "Key", "Value"),
     lambda data, result: [(k, (result.args["namespace"], k, v)) for k, v in data["table"].items()],
     layout=lambda data, result: "".join(JAVA_PROPERTY % kv for kv in data["table"].items()),
 )
-ORDER_CONF = ReadView(
+ORDER_CONF = ReadTable(
     ("Topic", "Order conf"), lambda data, result: [(result.args["topic"], (result.args["topic"], data["value"]))]
 )
 #: config keys that differ per server by design (diff-namesrv --config ignores them too)
@@ -381,7 +381,7 @@ def java_namesrv_config(data: Any, result: Result) -> str:
     return "".join(out)
 
 
-CONFIG = ReadView(("Key", "Value"), lambda data, result: [(k, (k, v)) for k, v in data.items()],
+CONFIG = ReadTable(("Key", "Value"), lambda data, result: [(k, (k, v)) for k, v in data.items()],
                   layout=java_namesrv_config, per_server=True)
 
 
@@ -391,6 +391,6 @@ def sorted_map(table: Mapping[str, str]) -> dict[str, str]:
 
 # ------------------------------------------------------------------ writes ----
 
-WIPE = WriteView(("Topics",), lambda data: (str(data["wipeTopicCount"]),))
-ADD = WriteView(("Topics",), lambda data: (str(data["addTopicCount"]),))
-PLAIN = WriteView()
+WIPE = WriteTable(("Topics",), lambda data: (str(data["wipeTopicCount"]),))
+ADD = WriteTable(("Topics",), lambda data: (str(data["addTopicCount"]),))
+PLAIN = WriteTable()

@@ -25,7 +25,7 @@ from rich.text import Text
 from ..errors import NameServerError, Pending, Skipped, request_label
 from ..result import LOOKUP, PROBE, READ, WRITE, Group, Result, Step
 
-#: the output when neither -o nor a profile chose one: Java's layout where a view has one
+#: the output when neither -o nor a profile chose one: Java's layout where a table has one
 AUTO = "auto"
 #: Columns of a non-terminal stdout: wide enough that tables are never folded in pipes.
 PIPE_WIDTH = 240
@@ -48,7 +48,7 @@ Row = tuple[Hashable, Sequence[str]]
 
 
 @dataclass(frozen=True)
-class ReadView:
+class ReadTable:
     """How one answer of a read becomes table rows: ``rows(data, result)`` gives
     ``(key, cells)`` pairs; rows with the same key are compared across servers."""
 
@@ -67,7 +67,7 @@ class ReadView:
 
 
 @dataclass(frozen=True)
-class WriteView:
+class WriteTable:
     """Extra cells of a write's per-target table, from the target's answer."""
 
     columns: Sequence[str] = ()
@@ -144,18 +144,18 @@ def _letters(n: int) -> list[str]:
 
 
 def _read(step: Step, result: Result, console: Console) -> None:
-    view: ReadView = step.view
+    spec: ReadTable = step.table
     groups = step.groups
     total, failed = len(step.outcomes), len(step.failed)
     if len(groups) == 1 and groups[0].absent:
         return  # "not found" everywhere: one stderr line says it
     if len(groups) == 1:
-        console.print(_table(view.columns, [cells for _, cells in view.rows(groups[0].data, result)]))
-        for note in view.notes(groups[0].data):
+        console.print(_table(spec.columns, [cells for _, cells in spec.rows(groups[0].data, result)]))
+        for note in spec.notes(groups[0].data):
             _line(console, note)
     elif len(groups) > 1:
         _line(console, _summary(groups, total, failed) + ":")
-        _merged(groups, view, result, console)
+        _merged(groups, spec, result, console)
         return
     _line(console, _summary(groups, total, failed))
 
@@ -186,10 +186,10 @@ def _java_layout(step: Step, output: str) -> bool:
     otherwise by default (``output`` ``auto``: no -o, no profile default) when the
     servers that answered agree. A disagreement gets the merged table, which says who
     holds what; ``-o table`` asks for our table whatever happens."""
-    view = step.view
-    if getattr(view, "layout", None) is None:
+    spec = step.table
+    if getattr(spec, "layout", None) is None:
         return False
-    if view.always_layout:
+    if spec.always_layout:
         return True
     groups = step.groups
     return output == AUTO and len(groups) == 1 and not groups[0].absent
@@ -205,25 +205,25 @@ def _layout(step: Step, result: Result) -> str:
     why, once). They disagree: the summary line, then per distinct answer its legend line
     (as in the merged table) and that answer's layout and notes.
     """
-    view: ReadView = step.view
-    assert view.layout is not None
+    spec: ReadTable = step.table
+    assert spec.layout is not None
     groups = step.groups
-    if view.per_server:
-        return view.layout(None, result) if any(o.ok for o in step.outcomes) else ""
+    if spec.per_server:
+        return spec.layout(None, result) if any(o.ok for o in step.outcomes) else ""
     if len(groups) == 1 and not groups[0].absent:
-        return view.layout(groups[0].data, result)
+        return spec.layout(groups[0].data, result)
     if not groups or (len(groups) == 1 and groups[0].absent):
         return ""
     parts = [_summary(groups, len(step.outcomes), len(step.failed)) + ":\n"]
     for letter, group in zip(_letters(len(groups)), groups):
         parts.append("\n" + _legend(letter, group) + "\n")
         if not group.absent:
-            parts.append(view.layout(group.data, result))
-            parts.extend(note + "\n" for note in view.notes(group.data))
+            parts.append(spec.layout(group.data, result))
+            parts.extend(note + "\n" for note in spec.notes(group.data))
     return "".join(parts)
 
 
-def _merged(groups: list[Group], view: ReadView, result: Result, console: Console) -> None:
+def _merged(groups: list[Group], spec: ReadTable, result: Result, console: Console) -> None:
     letters = _letters(len(groups))
     for letter, group in zip(letters, groups):
         _line(console, _legend(letter, group))
@@ -231,16 +231,16 @@ def _merged(groups: list[Group], view: ReadView, result: Result, console: Consol
     for letter, group in zip(letters, groups):
         if group.absent:
             continue
-        for key, cells in view.rows(group.data, result):
+        for key, cells in spec.rows(group.data, result):
             seen.setdefault(key, {}).setdefault(tuple(str(c) for c in cells), []).append(letter)
     present = [letter for letter, g in zip(letters, groups) if not g.absent]
     rows = []
     for key in sorted(seen, key=_sort_key):
         for cells, where in seen[key].items():
             rows.append(("all" if where == present and len(present) == len(groups) else ",".join(where), *cells))
-    console.print(_table(("Seen on", *view.columns), rows))
+    console.print(_table(("Seen on", *spec.columns), rows))
     for letter, group in zip(letters, groups):
-        for note in ([] if group.absent else view.notes(group.data)):
+        for note in ([] if group.absent else spec.notes(group.data)):
             _line(console, f"{letter}: {note}")
 
 
@@ -250,14 +250,14 @@ def _sort_key(key: Hashable) -> tuple[Any, ...]:
 
 
 def _write(step: Step, result: Result, console: Console) -> None:
-    view: WriteView = step.view or WriteView()
+    spec: WriteTable = step.table or WriteTable()
     broker = step.target == "broker"
-    columns = (("Broker", "Address") if broker else ("Name server",)) + ("Result", *view.columns, "Latency")
+    columns = (("Broker", "Address") if broker else ("Name server",)) + ("Result", *spec.columns, "Latency")
     rows = []
     for o in step.outcomes:
-        extra, latency = ["-"] * len(view.columns), f"{o.latency_ms:.1f} ms"
+        extra, latency = ["-"] * len(spec.columns), f"{o.latency_ms:.1f} ms"
         if o.error is None:
-            status, extra = "OK", list(view.cells(o.data))
+            status, extra = "OK", list(spec.cells(o.data))
         elif isinstance(o.error, Skipped):
             status, latency = "NOT SENT", "-"
         elif isinstance(o.error, Pending):
