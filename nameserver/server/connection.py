@@ -140,7 +140,8 @@ class Connection(asyncio.Protocol):
     def _defer(self, cmd: RemotingCommand, job: Callable[[], RegisterParts | Exception]) -> None:
         """Parse ``cmd``'s body on a worker thread, then answer it (and go on with this
         connection's frames) back on the loop. Only the parse leaves the loop: the
-        registration is applied in one piece there, so no reader sees half of it."""
+        registration is applied there (a big one in slices on a copy, published in one
+        swap), so no reader sees half of it."""
         self.deferred = True
         if self.transport is not None:
             self.transport.pause_reading()
@@ -161,19 +162,20 @@ class Connection(asyncio.Protocol):
     async def _apply_in_slices(self, cmd: RemotingCommand, decoded: RegisterParts | Exception,
                                staged: StagedTopics) -> None:
         """Build a big registration's new topic table a slice at a time, letting every
-        other connection be served between slices, then publish it in one piece."""
+        other connection be served between slices, then publish it in one piece. However
+        this ends (published, connection gone, a bug), the staging stops recording the
+        live table's writes."""
         try:
-            while not staged.step(STAGE_SLICE_TOPICS):
-                await asyncio.sleep(0)
-                if self.closing:
-                    self.deferred = False
-                    return  # as if the request had not arrived
-        except Exception:  # a bug: say so, and apply the registration the plain way
-            log.exception("staging the registration of %s from %s failed", cmd.ext_get("brokerName"), self.peer)
-            staged.abandon()
-            self._finish(cmd, decoded)
-            return
-        try:
+            try:
+                while not staged.step(STAGE_SLICE_TOPICS):
+                    await asyncio.sleep(0)
+                    if self.closing:
+                        self.deferred = False
+                        return  # as if the request had not arrived
+            except Exception:  # a bug: say so, and apply the registration the plain way
+                log.exception("staging the registration of %s from %s failed", cmd.ext_get("brokerName"), self.peer)
+                self._finish(cmd, decoded)
+                return
             log.info("registration of %s from %s: %d topics applied in %d slices", cmd.ext_get("brokerName"),
                      self.peer, len(staged.diff.changed), staged.slices)
             self._finish(cmd, decoded, staged)
