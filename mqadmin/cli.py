@@ -16,7 +16,7 @@ from .commands import pipeline as pipeline_commands
 from .commands import diff as diff_commands
 from .core import silence_stdout
 from .exit import EXIT_CODES_HELP, ExitStatus
-from .usage import PlainCommand, PlainFlags, error_document, output_format, reflow, usage_line, write_document
+from .usage import PlainCommand, PlainFlags, PlainGroup, error_document, output_format, reflow, usage_line, write_document
 
 #: every command and group takes Java's -h as well as --help
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
@@ -125,8 +125,10 @@ def _mannered(typer_app: typer.Typer) -> None:
     for group in typer_app.registered_groups:
         group.context_settings = {**HELP_OPTIONS, **(group.context_settings or {})}
         if group.typer_instance is not None:
-            group.typer_instance.info.context_settings = {
-                **HELP_OPTIONS, **(group.typer_instance.info.context_settings or {})}
+            sub = group.typer_instance.info
+            sub.context_settings = {**HELP_OPTIONS, **(sub.context_settings or {})}
+            if not isinstance(sub.cls, type) or sub.cls is TyperGroup:  # unset: typer's DefaultPlaceholder
+                sub.cls = PlainGroup
             _mannered(group.typer_instance)
 
 

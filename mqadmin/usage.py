@@ -15,7 +15,7 @@ import re
 from typing import Any, Sequence, TextIO
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 from typer._click import exceptions as click_errors  # typer's vendored click
 
 from .exit import ExitStatus
@@ -52,6 +52,10 @@ class PlainFlags:
             if getattr(param, "is_flag", False) and param.metavar is None:
                 param.metavar = ""  # typer prints the metavar, when set, instead of "<bool>"
         return params
+
+
+class PlainGroup(PlainFlags, TyperGroup):
+    """A Typer group (``namesrv``, ``fixture``, ``bench``) whose flags show no ``<bool>``."""
 
 
 class PlainCommand(PlainFlags, TyperCommand):

@@ -82,6 +82,7 @@ def test_help_short_option_and_plain_metavars(cli: Cli) -> None:
     analyze = cli("analyze", "-h")
     assert "{captures}" not in analyze.out and "[OPTIONS] CAPTURES" in analyze.out
     assert "<bool>" not in cli("topicRoute", "-h").out and "<bool>" not in analyze.out
+    assert all("<bool>" not in cli(group, "-h").out for group in ("namesrv", "fixture", "bench"))
 
 
 def test_help_is_not_cut_mid_phrase_at_80_columns() -> None:
