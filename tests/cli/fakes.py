@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Self
 
 from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig, encode_kv_table
 from nameserver.protocol.codes import RequestCode, ResponseCode
@@ -76,7 +76,7 @@ class ThreadedServer:
     def addr(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self) -> ThreadedServer:
+    def start(self) -> Self:
         self._thread.start()
         assert self._ready.wait(5), "fake server did not start"
         return self

@@ -10,7 +10,12 @@ from mqadmin.exit import ExitStatus
 
 def test_once_without_an_interval() -> None:
     calls: list[int] = []
-    assert repeat_rounds(lambda: calls.append(1) or 4, every=None, count=5) == 4
+
+    def round_() -> int:
+        calls.append(1)
+        return 4
+
+    assert repeat_rounds(round_, every=None, count=5) == 4
     assert calls == [1]
 
 

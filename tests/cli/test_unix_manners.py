@@ -78,7 +78,7 @@ def _closed_reader(args: list[str]) -> subprocess.CompletedProcess[str]:
                               timeout=60)
     finally:
         os.close(write)
-    return proc  # type: ignore[return-value]
+    return proc
 
 
 @pytest.mark.parametrize("args", [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -89,7 +90,7 @@ def test_processor_answers_any_mutated_request(capture: bytes, data: st.DataObje
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> NameServerProcess:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NameServerProcess]:
     ns = NameServerProcess(tmp_path_factory.mktemp("fuzz")).start()
     yield ns
     ns.stop()

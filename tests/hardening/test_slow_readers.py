@@ -90,7 +90,7 @@ def test_a_paused_client_gets_every_answer_once_it_reads(start_namesrv: Callable
         sock = _flood(ns.addr, payload, time.monotonic() + 2)  # fills its limit many times over
         sock.close()
         c.send_bytes(payload)
-        opaques = []
+        opaques: list[int] = []
         while len(opaques) < count:
             answer = c.recv()
             assert answer is not None and answer.code == 17

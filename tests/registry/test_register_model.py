@@ -133,7 +133,7 @@ def check(ops: list[tuple[Any, ...]], *, off_loop: bool = False, staging: bool =
         if kind == "register":
             _, name, slot, broker_id, counter, topics = op
             version = DataVersion(counter, 1_700_000_000_000 + counter)
-            body = register_body(RegisterBrokerBody(version, {t: TopicConfig(t, *s[:3], topic_sys_flag=s[3])
+            body = register_body(RegisterBrokerBody(version, {t: TopicConfig(t, s[0], s[1], s[2], topic_sys_flag=s[3])
                                                               for t, s in topics.items()}))
             cmd = register_request(CLUSTER, name, addr_of(name, slot), broker_id, body)
             # Defaults bind this step's values (evaluated now, on purpose).

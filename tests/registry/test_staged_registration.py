@@ -72,9 +72,10 @@ def test_writes_made_while_staging_are_kept_and_the_registration_comes_after_the
 
     staged, plain = _staged_vs_sequential(meanwhile, {**_topics("b", 5000), **_topics("shared", 3000)})
     assert _state(staged) == _state(plain)
-    assert set(staged.queues_of("b_00003") or {}) == {"broker-c", "broker-b"}  # type: ignore[arg-type]
-    assert staged.queues_of("shared_00008")["broker-a"].perm == PERM_READ  # type: ignore[index]
-    assert set(staged.queues_of("shared_00007") or {}) == {"broker-b"}  # type: ignore[arg-type]
+    assert set(staged.queues_of("b_00003") or {}) == {"broker-c", "broker-b"}
+    shared_8 = staged.queues_of("shared_00008")
+    assert shared_8 is not None and shared_8["broker-a"].perm == PERM_READ
+    assert set(staged.queues_of("shared_00007") or {}) == {"broker-b"}
 
 
 def test_two_stagings_at_once_equal_one_after_the_other() -> None:

@@ -29,18 +29,21 @@ def check(table: TopicTable[int], model: dict[str, int]) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(OPS)
-def test_same_as_a_dict(ops: list[tuple[str, object, int]]) -> None:
+def test_same_as_a_dict(ops: list[tuple[str, str | list[tuple[str, int]], int]]) -> None:
     table: TopicTable[int] = TopicTable()
     model: dict[str, int] = {}
     for op, name, value in ops:
         if op == "set":
+            assert isinstance(name, str)
             table[name] = value
             model[name] = value
         elif op == "del":
+            assert isinstance(name, str)
             assert table.pop(name, None) == model.pop(name, None)
         elif op == "update":  # keep a value when the arg is 0, else set the arg
+            assert isinstance(name, list)
             changed = 0
-            for topic, arg in name:  # type: ignore[attr-defined]
+            for topic, arg in name:
                 if not (arg == 0 and topic in model):
                     changed += model.get(topic) != arg  # storing the value already there is no change
                     model[topic] = arg

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 
 import pytest
 
@@ -22,7 +23,7 @@ BAD_FRAMES = {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> NameServerProcess:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NameServerProcess]:
     ns = NameServerProcess(tmp_path_factory.mktemp("bad")).start()
     yield ns
     ns.stop()
