@@ -17,7 +17,7 @@ from nameserver.protocol.codes import code_name
 
 from .errors import NameServerError, ServerFailure, Skipped
 from .exit import ExitStatus
-from .transport.fanout import Answer
+from .transport.fanout import Answer, OkOrFailure
 
 #: Step kinds. ``read``: answers are compared and decide the exit status; ``write``: every
 #: target must succeed; ``lookup``: a read that only finds the targets of later steps
@@ -29,7 +29,7 @@ SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(OkOrFailure):
     """One target's part of a step: its answer as data, or its error."""
 
     addr: str
@@ -38,14 +38,6 @@ class Outcome:
     latency_ms: float = 0.0
     #: the broker name when the target is a broker
     broker_name: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def answered(self) -> bool:
-        return self.error is None or self.error.answered
 
     @property
     def absent(self) -> bool:

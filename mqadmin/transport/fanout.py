@@ -62,14 +62,12 @@ def _check_addr(part: str, text: str, source: str) -> None:
         raise bad(f"port {port!r} of {part!r} is not a TCP port (1-65535)")
 
 
-@dataclass(frozen=True, slots=True)
-class Answer(Generic[T]):
-    """What one server gave: ``value`` when ``ok``, else ``error``; ``latency_ms`` either way."""
+class OkOrFailure:
+    """What ``ok`` and ``answered`` mean, once, for everything that holds one server's
+    ``error`` (None when it succeeded): a fan-out ``Answer`` and a result's ``Outcome``."""
 
-    addr: str
-    value: T | None = None
-    error: ServerFailure | None = None
-    latency_ms: float = 0.0
+    __slots__ = ()
+    error: ServerFailure | None
 
     @property
     def ok(self) -> bool:
@@ -79,6 +77,16 @@ class Answer(Generic[T]):
     def answered(self) -> bool:
         """The server replied (an error code counts); False when refused, timed out, closed."""
         return self.error is None or self.error.answered
+
+
+@dataclass(frozen=True, slots=True)
+class Answer(OkOrFailure, Generic[T]):
+    """What one server gave: ``value`` when ``ok``, else ``error``; ``latency_ms`` either way."""
+
+    addr: str
+    value: T | None = None
+    error: ServerFailure | None = None
+    latency_ms: float = 0.0
 
 
 async def ask_one(
