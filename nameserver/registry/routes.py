@@ -114,7 +114,11 @@ class StagedTopics:
     Publishing it (``RouteTable.register_broker(..., staged=)``) replays those writes on
     the copy, applies this registration again to the topics they touched, and swaps the
     copy in: readers see all of the registration or none of it, and the loop is never
-    held for the whole of a 10^5-topic first registration (~5 us a topic)."""
+    held for the whole of a 10^5-topic first registration (~5 us a topic).
+
+    Until it ends, the live table records its writes for it: whoever holds a staging
+    holds it in ``with``, which stops the recording however the registration ends
+    (published, found stale and applied again in one piece, refused, abandoned)."""
 
     def __init__(self, routes: RouteTable, broker_name: str, broker_addr: str, diff: TopicsDiff) -> None:
         self.broker_name, self.broker_addr, self.diff = broker_name, broker_addr, diff
@@ -127,6 +131,14 @@ class StagedTopics:
         self._change = routes._topic_change(broker_name)
         self.slices = 0
         self.done = False
+        #: swapped in as the live table (False: never, or not yet)
+        self.published = False
+
+    def __enter__(self) -> StagedTopics:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.abandon()
 
     def step(self, count: int) -> bool:
         """Apply up to ``count`` more topics to the copy; True once all are applied."""
@@ -168,6 +180,7 @@ class StagedTopics:
             for topic in self.journal:
                 journal[topic] = copy.get(topic)
             copy.adopt(journal)
+        self.published = True
         return copy
 
 
@@ -348,22 +361,9 @@ class RouteTable:
         the caller skipped parsing it (pass ``filter_servers`` None then).
         ``topics_diff``: ``topics`` diffed already (``TopicsDiff.of``), if it still applies.
         ``staged``: that diff applied to a copy of the table already (``stage_master_topics``),
-        published here if it still applies (else applied again, in one piece).
+        published here if it still applies (else applied again, in one piece); the caller
+        holds it (``with staged:``).
         """
-        try:
-            return self._register_broker(cluster, broker_name, broker_addr, broker_id, ha_server_addr, data_version,
-                                         topics, filter_servers, conn, timeout_ms, enable_acting_master, zone_name,
-                                         mappings, topics_key, topics_diff, staged)
-        finally:
-            if staged is not None:
-                staged.abandon()
-
-    def _register_broker(self, cluster: str, broker_name: str, broker_addr: str, broker_id: int, ha_server_addr: str,
-                         data_version: DataVersion, topics: Mapping[str, QueueShape] | None,
-                         filter_servers: Sequence[str] | None, conn: Hashable | None, timeout_ms: int | None,
-                         enable_acting_master: bool | None, zone_name: str | None,
-                         mappings: Mapping[str, TopicQueueMappingInfo] | None, topics_key: bytes | None,
-                         topics_diff: TopicsDiff | None, staged: StagedTopics | None) -> RegisterResult:
         if topics is None and not (broker_id == MASTER_ID and self.topics_applied(broker_name, broker_addr, topics_key)
                                    or broker_id != MASTER_ID and enable_acting_master is None
                                    and self.slave_body_applied(broker_addr, topics_key)):

@@ -14,6 +14,7 @@ from ..protocol.errors import ProtocolError
 from ..protocol.frame import NEED_DATA, FrameDecoder, decode_payload, encode
 from ..registry.routes import StagedTopics
 from .dispatch import STAGE_SLICE_TOPICS, RegisterParts
+from .route_answers import Cut, cut_opaque
 
 if TYPE_CHECKING:
     from .app import NameServer
@@ -104,7 +105,8 @@ class Connection(asyncio.Protocol):
                     assert isinstance(payload, bytes)
                     # A route query asked before but for its opaque: its answer, undecoded.
                     started = time.perf_counter() if metrics is not None else 0.0
-                    hit = processor.cached_answer(payload) if fast else None
+                    cut = cut_opaque(payload)  # cut once: the key to look up, and to keep a miss's answer by
+                    hit = processor.cached_answer(cut) if fast and cut is not None else None
                     if hit is not None:
                         if metrics is not None:
                             metrics.route_latency.observe(time.perf_counter() - started)
@@ -120,7 +122,7 @@ class Connection(asyncio.Protocol):
                 if job is not None:
                     deferred = (cmd, job)
                     break
-                answer = self._answer(cmd, payload=payload)
+                answer = self._answer(cmd, cut=cut)
                 if answer is not None:
                     answers.append(answer)
                     unsent += len(answer)
@@ -164,8 +166,8 @@ class Connection(asyncio.Protocol):
         """Build a big registration's new topic table a slice at a time, letting every
         other connection be served between slices, then publish it in one piece. However
         this ends (published, connection gone, a bug), the staging stops recording the
-        live table's writes."""
-        try:
+        live table's writes (``with``)."""
+        with staged:
             try:
                 while not staged.step(STAGE_SLICE_TOPICS):
                     await asyncio.sleep(0)
@@ -176,27 +178,35 @@ class Connection(asyncio.Protocol):
                 log.exception("staging the registration of %s from %s failed", cmd.ext_get("brokerName"), self.peer)
                 self._finish(cmd, decoded)
                 return
-            log.info("registration of %s from %s: %d topics applied in %d slices", cmd.ext_get("brokerName"),
-                     self.peer, len(staged.diff.changed), staged.slices)
             self._finish(cmd, decoded, staged)
-        finally:
-            staged.abandon()
 
     def _finish(self, cmd: RemotingCommand, decoded: RegisterParts | Exception,
                 staged: StagedTopics | None = None) -> None:
         """Answer the deferred request, then go on with this connection's frames."""
         self.deferred = False
         answer = self._answer(cmd, decoded, staged)
+        if staged is not None:
+            self._log_staging(cmd, staged)
         if answer is not None and self.transport is not None:
             self.transport.write(answer)
         self._serve(self.decoder.in_frame)
         if self.transport is not None and not self.output_full and not self.closing and not self.deferred:
             self.transport.resume_reading()
 
+    def _log_staging(self, cmd: RemotingCommand, staged: StagedTopics) -> None:
+        """Say what became of a staged registration: published, or handled in one piece
+        because the table it was built on changed under it (or it was refused)."""
+        name, count = cmd.ext_get("brokerName"), len(staged.diff.changed)
+        if staged.published:
+            log.info("registration of %s from %s: %d topics applied in %d slices", name, self.peer, count, staged.slices)
+        else:
+            log.info("registration of %s from %s: %d topics staged in %d slices went stale; handled in one piece "
+                     "instead", name, self.peer, count, staged.slices)
+
     def _answer(self, cmd: RemotingCommand, decoded: RegisterParts | Exception | None = None,
-                staged: StagedTopics | None = None, payload: bytes | None = None) -> bytes | None:
-        """The encoded answer to ``cmd`` (None: none to send); ``payload``, the frame it
-        was decoded from, lets a route answer be kept for the same request again."""
+                staged: StagedTopics | None = None, cut: Cut | None = None) -> bytes | None:
+        """The encoded answer to ``cmd`` (None: none to send); ``cut``, its frame cut at
+        the opaque (``cut_opaque``), lets a route answer be kept for the same request again."""
         metrics = self.server.metrics
         debug = log.isEnabledFor(logging.DEBUG)
         if metrics is None and not debug:
@@ -222,8 +232,8 @@ class Connection(asyncio.Protocol):
         except (ProtocolError, UnicodeError) as exc:
             log.error("cannot encode the answer to %s from %s: %s", code_name(cmd.code), self.peer, exc)
             return None
-        if payload is not None and cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
-            self.server.processor.remember_answer(payload, cmd, response, frame)
+        if cut is not None and cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
+            self.server.processor.remember_answer(cut, cmd, response, frame)
         return frame
 
     def pause_writing(self) -> None:

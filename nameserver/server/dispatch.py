@@ -28,7 +28,7 @@ from ..registry.kv import KVStore
 from ..registry.route5 import SYNC_BROKER_MEMBER_GROUP_PREFIX, ZONE_NAME, filter_by_zone, requested_zone, \
     with_acting_masters
 from ..registry.routes import RouteTable, StagedTopics, TopicsDiff
-from .route_answers import RouteAnswers
+from .route_answers import Cut, RouteAnswers
 
 log = logging.getLogger("nameserver")
 
@@ -185,6 +185,12 @@ class Processor:
         self.persist_kv = persist_kv
         self.persist_config = persist_config
         self.version = version
+        # Two caches, two keys. ``_route_cache``: encoded route bodies by queue map, shared by
+        # every topic with the same queues (a fleet's 10^5 topics have a handful), so a topic
+        # asked for the first time since a change still skips building its route; dropped when
+        # the routes move. ``route_answers``: whole answer frames by request bytes, one per
+        # topic and client dialect, so a repeat skips decoding and encoding too; dropped when
+        # routes, KV or config move. Neither key can stand for the other.
         self._route_cache: dict[tuple[object, ...], tuple[object, bytes]] = {}
         self._route_cache_generation = -1
         self.route_cache_hits = 0
@@ -329,17 +335,18 @@ class Processor:
         """Moves whenever anything a route answer is computed from changes (RouteAnswers)."""
         return self.routes.generation, self.kv.generation, self.config.generation
 
-    def cached_answer(self, payload: bytes) -> tuple[int, bytes] | None:
+    def cached_answer(self, cut: Cut) -> tuple[int, bytes] | None:
         """(response code, answer frame) for a route query answered before but for its
-        opaque, without decoding it; None: decode it and ``handle`` it."""
-        hit = self.route_answers.answer(payload, self.answers_epoch())
+        opaque (``cut`` by ``route_answers.cut_opaque``), without decoding it; None:
+        decode it and ``handle`` it."""
+        hit = self.route_answers.answer(cut, self.answers_epoch())
         if hit is not None:
             self.route_cache_hits += 1
         return hit
 
-    def remember_answer(self, payload: bytes, cmd: RemotingCommand, response: RemotingCommand, frame: bytes) -> None:
-        """Offer ``frame``, the answer to ``cmd`` (decoded from ``payload``), for reuse."""
-        self.route_answers.remember(payload, cmd, response, frame, self.answers_epoch())
+    def remember_answer(self, cut: Cut, cmd: RemotingCommand, response: RemotingCommand, frame: bytes) -> None:
+        """Offer ``frame``, the answer to ``cmd`` (whose frame was ``cut``), for reuse."""
+        self.route_answers.remember(cut, cmd, response, frame, self.answers_epoch())
 
     def _ok(self, cmd: RemotingCommand, *, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
         return cmd.response(ResponseCode.SUCCESS, ext=ext, body=body, version=self.version)

@@ -5,7 +5,9 @@ that topic only in the opaque. Decoding that header, dispatching and encoding th
 cost ~10 us a request in Python, most of a route query's CPU. So the first answer to a
 GET_ROUTEINFO_BY_TOPIC is kept, keyed by the request's header bytes with the opaque's
 digits cut out, as the answer's frame cut at its opaque; the same request again is
-answered by splicing the new opaque's digits back in, without decoding anything.
+answered by splicing the new opaque's digits back in, without decoding anything. A frame
+is cut once (``cut_opaque``): the cut looks up the answer and, on a miss, keeps the one
+computed the plain way.
 
 Identical bytes parse identically, so the key decides the answer as long as the state it
 was computed from is unchanged: the caller passes an ``epoch`` (the generations of the
@@ -26,12 +28,24 @@ from ..protocol.command import RemotingCommand
 _OPAQUE = re.compile(rb'"opaque":(-?(?:0|[1-9][0-9]{0,9}))(?=[,}])')
 _OPAQUE_KEY = b'"opaque":'
 _PREFIX = struct.Struct(">Ii")
+#: the field after the frame length: the serialize type (high byte) and the header length
+_TYPE_AND_HEADER_LENGTH = struct.Struct(">I")
 _INT32 = range(-0x80000000, 0x80000000)
 
 
-def _cut_opaque(header: bytes) -> tuple[bytes, bytes] | None:
-    """(header without the opaque's digits, the digits), or None when the header holds
+#: (a request's header without its opaque's digits, the digits): the key and the splice
+Cut = tuple[bytes, bytes]
+
+
+def cut_opaque(payload: bytes) -> Cut | None:
+    """A frame's ``payload`` (what follows its length field) cut at its opaque, or None
+    when it cannot be answered from a kept frame: not a JSON header without a body, or
     no single canonical top-level-looking opaque (then it is decoded the plain way)."""
+    # Only a JSON header with no body: with the type byte 0 (JSON), the field read whole
+    # is the header length, which must be all the rest.
+    if len(payload) < 4 or _TYPE_AND_HEADER_LENGTH.unpack_from(payload)[0] != len(payload) - 4:
+        return None
+    header = payload[4:]
     match = _OPAQUE.search(header)
     if match is None or header.count(_OPAQUE_KEY) != 1:
         return None
@@ -59,20 +73,13 @@ class RouteAnswers:
     def __len__(self) -> int:
         return len(self._answers)
 
-    def answer(self, payload: bytes, epoch: Hashable) -> tuple[int, bytes] | None:
-        """(response code, the whole answer frame) for a frame's ``payload`` (what
-        follows its length field), or None when it must be decoded and handled."""
+    def answer(self, cut: Cut, epoch: Hashable) -> tuple[int, bytes] | None:
+        """(response code, the whole answer frame) for a request ``cut`` by ``cut_opaque``,
+        or None when it must be decoded and handled."""
         if epoch != self._epoch:
             self._answers.clear()
             self._pieces.clear()
             self._epoch = epoch
-            return None
-        # Only a JSON header with no body: the type byte 0, the header length all the rest.
-        if not self._answers or len(payload) < 4 or payload[0] != SerializeType.JSON or \
-                int.from_bytes(payload[1:4], "big") != len(payload) - 4:
-            return None
-        cut = _cut_opaque(payload[4:])
-        if cut is None:
             return None
         entry = self._answers.get(cut[0])
         if entry is None:
@@ -82,15 +89,14 @@ class RouteAnswers:
         header_len = len(head) + len(digits) + len(tail)
         return code, b"".join((_PREFIX.pack(4 + header_len + len(body), header_len), head, digits, tail, body))
 
-    def remember(self, payload: bytes, request: RemotingCommand, response: RemotingCommand, frame: bytes,
+    def remember(self, cut: Cut, request: RemotingCommand, response: RemotingCommand, frame: bytes,
                  epoch: Hashable) -> None:
-        """Keep ``frame``, the encoded ``response`` to ``request`` (decoded from
-        ``payload``), if a later request differing only in its opaque may reuse it."""
+        """Keep ``frame``, the encoded ``response`` to ``request`` (whose frame ``cut_opaque``
+        cut), if a later request differing only in its opaque may reuse it."""
         if epoch != self._epoch or request.code != RequestCode.GET_ROUTEINFO_BY_TOPIC or request.body or \
                 request.serialize_type != SerializeType.JSON or request.is_oneway or request.is_response:
             return
-        cut = _cut_opaque(payload[4:])
-        if cut is None or cut[1] != str(request.opaque).encode():
+        if cut[1] != str(request.opaque).encode():
             return  # the cut did not find the opaque the decoder read
         header_len = int.from_bytes(frame[5:8], "big")
         header = frame[8:8 + header_len]
@@ -106,4 +112,4 @@ class RouteAnswers:
         self._answers[cut[0]] = (response.code, head, tail, response.body)
 
 
-__all__ = ["RouteAnswers"]
+__all__ = ["Cut", "RouteAnswers", "cut_opaque"]

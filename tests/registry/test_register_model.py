@@ -10,6 +10,7 @@ changed) is held to the same rules as the full path.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,7 +124,8 @@ def check(ops: list[tuple[Any, ...]], *, off_loop: bool = False, staging: bool =
     pending: tuple[Any, ...] | None = None
 
     def apply(cmd: Any, conn: str, decoded: Any, model_step: Any, op: tuple[Any, ...], staged: Any = None) -> None:
-        response = processor.handle(cmd, conn, decoded=decoded, staged=staged)
+        with staged or nullcontext():  # the caller holds a staging, as the server's connection does
+            response = processor.handle(cmd, conn, decoded=decoded, staged=staged)
         model_step()
         assert response is not None and response.code == 0, (op, response)
         assert ours(routes) == (model.topics, model.groups, model.live), op

@@ -8,7 +8,7 @@ from typing import Callable
 
 from nameserver.protocol.bodies import DataVersion
 from nameserver.protocol.codes import PERM_READ, PERM_WRITE
-from nameserver.registry.routes import RouteTable, TopicsDiff
+from nameserver.registry.routes import RouteTable, StagedTopics, TopicsDiff
 from tests.registry.builders import CLUSTER, MASTER_A, MASTER_B, dv, ha_of
 
 MASTER_C = "10.0.0.5:10911"
@@ -19,9 +19,9 @@ def _topics(prefix: str, n: int, shape: tuple[int, int, int, int] = SHAPE) -> di
     return {f"{prefix}_{i:05d}": shape for i in range(n)}
 
 
-def _register(table: RouteTable, name: str, addr: str, topics: dict, counter: int = 1, staged: object = None) -> None:
-    table.register_broker(CLUSTER, name, addr, 0, ha_of(addr), dv(counter), topics, (),
-                          staged=staged)  # type: ignore[arg-type]
+def _register(table: RouteTable, name: str, addr: str, topics: dict, counter: int = 1,
+              staged: StagedTopics | None = None) -> None:
+    table.register_broker(CLUSTER, name, addr, 0, ha_of(addr), dv(counter), topics, (), staged=staged)
 
 
 def _state(table: RouteTable) -> dict:
@@ -49,7 +49,9 @@ def _staged_vs_sequential(meanwhile: Callable[[RouteTable], None], topics: dict)
     while not staging.step(1000):
         pass
     assert staged_table.queues_of("b_00000") is None  # applied to the copy only
-    _register(staged_table, "broker-b", MASTER_B, topics, staged=staging)
+    with staging:
+        _register(staged_table, "broker-b", MASTER_B, topics, staged=staging)
+    assert staging.published and not staged_table.topic_queue_table.journals()
     meanwhile(plain)
     _register(plain, "broker-b", MASTER_B, topics)
     return staged_table, plain
@@ -85,9 +87,11 @@ def test_two_stagings_at_once_equal_one_after_the_other() -> None:
     second = table.stage_master_topics("broker-c", MASTER_C, 0, dv(1), TopicsDiff.of(c, None))
     assert first is not None and second is not None
     first.step(1000), second.step(1000)
-    _register(table, "broker-b", MASTER_B, b, staged=first)
-    assert table.queues_of("c_00000") is None and len(table.topic_queue_table) == 7000
-    _register(table, "broker-c", MASTER_C, c, staged=second)
+    with first, second:
+        _register(table, "broker-b", MASTER_B, b, staged=first)
+        assert table.queues_of("c_00000") is None and len(table.topic_queue_table) == 7000
+        _register(table, "broker-c", MASTER_C, c, staged=second)
+    assert first.published and second.published and not table.topic_queue_table.journals()
     _register(plain, "broker-b", MASTER_B, b)
     _register(plain, "broker-c", MASTER_C, c)
     assert _state(table) == _state(plain)
@@ -99,9 +103,24 @@ def test_a_staging_outlived_by_a_wholesale_replacement_is_applied_again_in_one_p
     staging = table.stage_master_topics("broker-b", MASTER_B, 0, dv(1), TopicsDiff.of(topics, None))
     assert staging is not None
     table.import_state(table.export_state())  # a warm restart's tables, say
-    _register(table, "broker-b", MASTER_B, topics, staged=staging)
-    assert len(table.topic_queue_table) == 6000
+    with staging:
+        _register(table, "broker-b", MASTER_B, topics, staged=staging)
+    assert len(table.topic_queue_table) == 6000 and not staging.published
     assert not table.topic_queue_table.journals()  # nothing left recording
+
+
+def test_a_staging_held_in_with_stops_recording_however_it_ends() -> None:
+    table = _fleet()
+    staging = table.stage_master_topics("broker-b", MASTER_B, 0, dv(1), TopicsDiff.of(_topics("b", 3000), None))
+    assert staging is not None
+    try:
+        with staging:
+            staging.step(1000)
+            assert table.topic_queue_table.journals()  # recording the live table's writes for it
+            raise KeyboardInterrupt  # the connection went, say: never published
+    except KeyboardInterrupt:
+        pass
+    assert not staging.published and not table.topic_queue_table.journals()
 
 
 def test_nothing_is_staged_for_a_registration_that_applies_no_topics() -> None:

@@ -5,16 +5,28 @@ from __future__ import annotations
 from nameserver.protocol.codes import RequestCode as R, SerializeType
 from nameserver.protocol.command import RemotingCommand, request
 from nameserver.protocol.frame import encode
-from nameserver.server.route_answers import RouteAnswers
+from nameserver.server.route_answers import Cut, RouteAnswers, cut_opaque
 
 
 def _kept(answers: RouteAnswers, cmd: RemotingCommand, epoch: object = 1) -> bytes:
     """Offer the answer to ``cmd`` (a route body naming its topic); return that frame."""
     response = cmd.response(0, body=b'{"topic":"%s"}' % (cmd.ext or {}).get("topic", "").encode())
     frame = encode(response)
-    answers.answer(encode(cmd)[4:], epoch)  # a miss, which also records the epoch
-    answers.remember(encode(cmd)[4:], cmd, response, frame, epoch)
+    cut = _cut(cmd)
+    if cut is not None:  # else the server decodes it and keeps nothing
+        answers.answer(cut, epoch)  # a miss, which also records the epoch
+        answers.remember(cut, cmd, response, frame, epoch)
     return frame
+
+
+def _cut(cmd: RemotingCommand) -> Cut | None:
+    return cut_opaque(encode(cmd)[4:])
+
+
+def _asked(answers: RouteAnswers, cmd: RemotingCommand, epoch: object = 1) -> tuple[int, bytes] | None:
+    """The kept answer to ``cmd``, as the server looks it up (None: decoded the plain way)."""
+    cut = _cut(cmd)
+    return None if cut is None else answers.answer(cut, epoch)
 
 
 def test_the_same_request_with_another_opaque_gets_the_same_answer_with_its_opaque() -> None:
@@ -23,22 +35,23 @@ def test_the_same_request_with_another_opaque_gets_the_same_answer_with_its_opaq
     kept = _kept(answers, first)
     for opaque in (0, 7, 123_456_789, 2_147_483_647, -2_147_483_648):
         again = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a"}, opaque=opaque)
-        hit = answers.answer(encode(again)[4:], 1)
+        hit = _asked(answers, again, 1)
         expected = RemotingCommand(**{**{k: getattr(first.response(0, body=b'{"topic":"a"}'), k)
                                          for k in RemotingCommand.__dataclass_fields__}, "opaque": opaque})
         assert hit == (0, encode(expected))
-    assert kept == answers.answer(encode(first)[4:], 1)[1]  # type: ignore[index]
+    again_first = _asked(answers, first, 1)
+    assert again_first is not None and kept == again_first[1]
     other = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "b"}, opaque=5)
-    assert answers.answer(encode(other)[4:], 1) is None
+    assert _asked(answers, other, 1) is None
 
 
 def test_a_new_epoch_drops_every_answer() -> None:
     answers = RouteAnswers(limit=10)
     cmd = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a"}, opaque=5)
     _kept(answers, cmd, epoch=(1, 0, 0))
-    assert answers.answer(encode(cmd)[4:], (1, 0, 0)) is not None
-    assert answers.answer(encode(cmd)[4:], (2, 0, 0)) is None
-    assert len(answers) == 0 and answers.answer(encode(cmd)[4:], (1, 0, 0)) is None
+    assert _asked(answers, cmd, (1, 0, 0)) is not None
+    assert _asked(answers, cmd, (2, 0, 0)) is None
+    assert len(answers) == 0 and _asked(answers, cmd, (1, 0, 0)) is None
 
 
 def test_the_limit_bounds_the_entries() -> None:
