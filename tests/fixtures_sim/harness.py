@@ -97,13 +97,17 @@ def kv_namespace(addr: str, namespace: str) -> dict[str, str] | None:
 # ------------------------------------------------------- fixture up ----
 
 class FixtureProcess:
-    """``python -m mqadmin fixture up FILE ...`` with its stdout read on a thread."""
+    """``python -m mqadmin fixture up FILE ...`` with its stdout read on a thread.
+
+    It leads a process group of its own, which the name servers it runs as child
+    processes (``run: process``) join: ``kill`` ends the whole group, so a failed test
+    leaves no server behind holding its port."""
 
     def __init__(self, file: Path, *args: str, cwd: Path = ROOT) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mqadmin", "fixture", "up", str(file), *args],
             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
         )
         self.lines: list[str] = []
         self._queue: queue.Queue[str | None] = queue.Queue()
@@ -181,8 +185,14 @@ class FixtureProcess:
         return rc
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
+        """SIGKILL to the whole group (its child name servers too), then reap ``fixture up``.
+        Only while it is not reaped yet: until then its pid, so its group id, cannot have
+        gone to another process (a test that waited for it has seen it stop its servers)."""
+        if self.proc.returncode is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             self.proc.wait(5)
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:

@@ -187,44 +187,102 @@ timeline:
 """
 
 
+#: Speed of the expiry timeline: one fixture second is 0.1 s, so the few fixture seconds
+#: of slack below (a poll, a register period) stay longer than a loaded machine's
+#: scheduling lag, and every state checked by a direct query lasts 3 s or more.
+EXPIRY_SPEED = 10
+#: Bound on each wait for the runner's next line (real seconds): met at once on an idle
+#: machine, reached only when the line never comes.
+LINE_WAIT = 30.0
+
+
 def test_partition_expiry_heal_crash_restart(running: list[FixtureProcess], tmp_path: Path) -> None:
     file = tmp_path / "expiry.yaml"
     file.write_text(EXPIRY_FIXTURE)
-    proc = up(running, file, "--speed", "25")
-    proc.wait_ready()
+    proc = up(running, file, "--speed", str(EXPIRY_SPEED))
+    proc.wait_ready(timeout=LINE_WAIT)
     ns1, ns2 = proc.servers["ns1"], proc.servers["ns2"]
     a, b = rf"broker-a/0 \({proc.brokers['broker-a/0']}\)", rf"broker-b/0 \({proc.brokers['broker-b/0']}\)"
     both = {"broker-a", "broker-b"}
-    assert set(listed(ns1)) == both and set(listed(ns2)) == both  # until t=30 at least
 
-    partition = proc.expect(T + r"partition broker-b/0 from ns2$")
+    def said() -> str:
+        """The runner's output so far, for a failed assertion's message."""
+        return "\n".join(proc.lines)
+
+    assert "ready: every broker has registered with every name server it can reach" in proc.lines, said()
+    # Until t=30 at least (3 s from the start).
+    assert (set(listed(ns1)), set(listed(ns2))) == (both, both), said()
+
+    partition = proc.expect(T + r"partition broker-b/0 from ns2$", LINE_WAIT)
     # Expired by time: its connection stayed open and silent, its last registration was at t=0.
-    gone = proc.expect(T + f"ns2: {b} gone$")
-    assert 30 <= at(gone) and at(partition) == 5
-    assert set(listed(ns2)) == {"broker-a"} and set(listed(ns1)) == both  # until the heal at 80
-    assert set(queues(ns2, "orders")) == {"broker-a"} and set(queues(ns1, "orders")) == both
+    gone = proc.expect(T + f"ns2: {b} gone$", LINE_WAIT)
+    # The partition is due at 5 (stamped when it happens, a little later on a busy machine):
+    # before broker-b's next registration at 10, so its last one on ns2 was at 0.
+    assert 5 <= at(partition) < 10 and 30 <= at(gone), said()
+    # Until the heal at 80 (4 s or more from the expiry).
+    assert (set(listed(ns2)), set(listed(ns1))) == ({"broker-a"}, both), said()
+    assert (set(queues(ns2, "orders")), set(queues(ns1, "orders"))) == ({"broker-a"}, both), said()
 
-    heal = proc.expect(T + r"heal broker-b/0 from ns2$")
-    assert at(proc.expect(T + f"ns2: {b} listed$")) <= at(heal) + 10 + 3
+    heal = proc.expect(T + r"heal broker-b/0 from ns2$", LINE_WAIT)
+    assert at(proc.expect(T + f"ns2: {b} listed$", LINE_WAIT)) <= at(heal) + 10 + 3, said()
 
     # A crash closes the connections: both servers drop it at once, not 30 s later by expiry.
-    crash = proc.expect(T + r"crash broker-a/0$")
-    assert all(at(m) < at(crash) + 10 for m in proc.expect_all([T + f"ns1: {a} gone$", T + f"ns2: {a} gone$"]))
-    start = proc.expect(T + r"start broker-a/0$")
-    assert all(at(m) < at(start) + 10 for m in proc.expect_all([T + f"ns1: {a} listed$", T + f"ns2: {a} listed$"]))
+    crash = proc.expect(T + r"crash broker-a/0$", LINE_WAIT)
+    assert all(at(m) < at(crash) + 10
+               for m in proc.expect_all([T + f"ns1: {a} gone$", T + f"ns2: {a} gone$"], LINE_WAIT))
+    start = proc.expect(T + r"start broker-a/0$", LINE_WAIT)
+    assert all(at(m) < at(start) + 10
+               for m in proc.expect_all([T + f"ns1: {a} listed$", T + f"ns2: {a} listed$"], LINE_WAIT))
 
-    unregister = proc.expect(T + r"unregister broker-b/0$")
+    unregister = proc.expect(T + r"unregister broker-b/0$", LINE_WAIT)
     assert all(at(m) < at(unregister) + 10
-               for m in proc.expect_all([T + f"ns1: {b} gone$", T + f"ns2: {b} gone$"]))
+               for m in proc.expect_all([T + f"ns1: {b} gone$", T + f"ns2: {b} gone$"], LINE_WAIT))
+    # Until the unregister, ns1 never lost broker-b: the partition was from ns2 only.
+    assert len([line for line in proc.lines if re.search(f"ns1: {b} gone$", line)]) == 1
 
     # ns2 runs as a child process: killed, started again on the same port, empty, refilled.
-    proc.expect(T + r"restart ns2$", timeout=15)
-    proc.expect_all([T + r"ns2: unreachable", T + r"ns2: answering again"])
+    proc.expect(T + r"restart ns2$", LINE_WAIT)
+    proc.expect_all([T + r"ns2: unreachable", T + r"ns2: answering again"], LINE_WAIT)
     # Refilled by broker-a's next registration (which may beat the runner's next look).
-    assert wait_for(lambda: set(listed(ns2)) == {"broker-a"}, timeout=5)
+    assert wait_for(lambda: set(listed(ns2)) == {"broker-a"}, timeout=LINE_WAIT)
     assert set(listed(ns1)) == {"broker-a"}
-    assert proc.interrupt() == 130
+    assert proc.interrupt(LINE_WAIT) == 130
     assert proc.lines[-1] == "stopped: 1 broker unregistered, 2 name servers stopped"
+
+
+def _alive_children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` and that have not ended (zombies count as ended)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, ppid = stat.read_text().rsplit(")", 1)[1].split()[:2]
+        except OSError:
+            continue  # ended while we looked
+        if int(ppid) == pid and state not in "ZX":
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except OSError:
+        return False
+
+
+def test_teardown_ends_the_name_servers_run_as_child_processes(tmp_path: Path) -> None:
+    """A failed test's teardown kills ``fixture up``; its child name servers must go too,
+    not linger holding their ports."""
+    file = tmp_path / "child.yaml"
+    file.write_text("nameServers:\n  - name: ns1\n    run: process\nbrokers:\n  - name: broker-a\n")
+    proc = FixtureProcess(file)
+    try:
+        proc.wait_ready(LINE_WAIT)
+        children = _alive_children(proc.proc.pid)
+        assert len(children) == 1 and set(listed(proc.servers["ns1"])) == {"broker-a"}
+    finally:
+        proc.kill()
+    assert wait_for(lambda: not any(_alive(pid) for pid in children), timeout=10), children
 
 
 def test_cannot_listen_is_one_clear_error(running: list[FixtureProcess], tmp_path: Path) -> None:

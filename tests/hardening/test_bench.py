@@ -8,7 +8,7 @@ from typing import Callable
 
 from typer.testing import CliRunner
 
-from mqadmin.bench.load import EchoServer
+from mqadmin.bench.load import EchoServer, topics_body
 from mqadmin.cli import app
 from nameserver.protocol.codes import RequestCode as R
 from nameserver.protocol.command import request
@@ -37,10 +37,32 @@ def test_bench_route_no_setup_without_brokers_is_one_clear_error(namesrv: NameSe
     assert "no route for 'bench_topic_000000'" in result.output and "Traceback" not in result.output
 
 
+def _ratio_of_rounded(ratio: float, numerator: float, denominator: float, places: int = 2) -> bool:
+    """Whether ``ratio`` (rounded to 0.01) can be numerator / denominator before both were
+    rounded to ``places`` decimals: the bounds widen as the denominator shrinks, so a
+    fast parse cannot make a correct report look wrong."""
+    half = 0.5 * 10 ** -places
+    low = (numerator - half) / (denominator + half)
+    high = (numerator + half) / (denominator - half) if denominator > half else float("inf")
+    return low - 0.005 <= ratio <= high + 0.005
+
+
+def test_ratio_of_rounded_figures() -> None:
+    assert _ratio_of_rounded(24.6, 1.23, 0.05)            # 1.234 / 0.0502, each rounded
+    assert _ratio_of_rounded(22.85, 1.23, 0.05)           # 1.2341 / 0.054, each rounded
+    assert not _ratio_of_rounded(10.0, 1.23, 0.05)        # no rounding gets there
+    assert not _ratio_of_rounded(2.0, 4.0, 1.0)
+
+
 def test_bench_register_compressed(namesrv: NameServerProcess) -> None:
-    out = bench("register", "-n", namesrv.addr, "--topics", "300", "--compressed", "--repeat", "2")
-    assert out["compressed"] is True and out["register_ms"] > 0 and out["parse_alone_ms"] > 0
-    assert abs(out["ratio"] - out["register_ms"] / out["parse_alone_ms"]) < 0.05  # rounding of the ms figures
+    out = bench("register", "-n", namesrv.addr, "--topics", "2000", "--compressed", "--repeat", "3")
+    assert (out["topics"], out["compressed"], out["floor"]) == (2000, True, "decompress + parse")
+    assert out["register_ms"] > 0 and out["parse_alone_ms"] > 0
+    # The reported ratio is the one of its two figures (it is computed before they are rounded).
+    assert _ratio_of_rounded(out["ratio"], out["register_ms"], out["parse_alone_ms"]), out
+    # What was sent and timed is the compressed body (the last of 1 + 3 DataVersions).
+    names = [f"bench_topic_{i:06d}" for i in range(2000)]
+    assert out["body_bytes"] == len(topics_body(names, counter=4, compressed=True)) < len(topics_body(names, counter=4))
 
 
 def test_bench_memory() -> None:
