@@ -135,3 +135,23 @@ def test_the_watcher_and_broker_events_bridge_the_same_rounds(name: str) -> None
     text, expected = PARITY[name]
     assert watcher_bridged(text) == expected
     assert job_bridged(text) == expected
+
+
+def test_arrow_rows_of_one_broker_give_the_same_events() -> None:
+    """What Spark hands arrow_events: one row per (round, server) with the next round's
+    time, which ends B's lag at round 2, a round in which no server gave cluster info."""
+    import pyarrow as pa
+
+    from mqadmin.pipeline.broker_runs import EVENTS, arrow_events
+
+    seen, times = history("111 101 --- 111")
+    rows = [{"broker": "broker-b", "seq": r.seq, "capture_ms": r.capture_ms, "next_ms": times.get(r.seq + 1),
+             "server": server, "present": listed, "cluster": r.cluster}
+            for r in seen for server, listed in r.listed.items()]
+    out = arrow_events(pa.Table.from_pylist(rows))
+    assert out.schema == EVENTS
+    assert out.to_pylist() == [{
+        "broker": "broker-b", "cluster": "DefaultCluster", "kind": "flap", "start_ms": T0 + MINUTE,
+        "converged_ms": T0 + 3 * MINUTE, "rounds": 1, "servers": [B],
+        "server_lags": [{"server": A, "lag_s": 0.0}, {"server": B, "lag_s": 60.0}, {"server": C, "lag_s": 0.0}]}]
+    assert arrow_events(pa.Table.from_pylist([], schema=pa.schema([("broker", pa.string())]))).num_rows == 0
