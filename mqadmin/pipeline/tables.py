@@ -20,8 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from mqadmin.pipeline import rules
-from mqadmin.pipeline.session import computed_once
+from mqadmin.pipeline import broker_runs, rules
 
 OUTCOME_SPARK: StructType = from_arrow_schema(rules.OUTCOME)
 
@@ -245,94 +244,17 @@ def broker_events(pres: DataFrame, rounds_df: DataFrame) -> DataFrame:
     """Each time the servers stop agreeing on whether a broker is registered, or switch
     from all to none or back: the event, and how long until every server agreed again.
 
-    Per (broker, round) the state is ``all`` (every answering server lists it), ``none``
-    or ``split``. A run of ``split`` rounds is one event, classified by the states
-    around it: none->all ``appear``, all->none ``disappear``, all->all ``flap`` (lost on
-    some servers and regained), none->none ``transient``. A direct all<->none change is
-    an ``appear``/``disappear`` that converged within one interval (``converge_s`` 0).
-    ``converged`` false: the history ends before the servers agree.
+    The rule (states, runs, kinds, the silent side) is broker_runs.events, run once per
+    broker over its presence rows (a broker's rows are rounds x servers: few). Each row
+    carries the next round's time, the end of a lag whose last wrong round is its own.
     """
-    state = pres.groupBy("broker", "seq").agg(
-        F.max("cluster").alias("cluster"), F.min("capture_ms").alias("capture_ms"),
-        F.count_if("present").alias("n"), F.count("*").alias("of"),
-    ).withColumn("state", F.when(F.col("n") == 0, "none").when(F.col("n") == F.col("of"), "all").otherwise("split"))
-    w = Window.partitionBy("broker").orderBy("seq")
-    changes = state.withColumn("change", F.coalesce(F.col("state") != F.lag("state").over(w), F.lit(True)).cast("int"))
-    runs = (changes.withColumn("run", F.sum("change").over(w.rowsBetween(Window.unboundedPreceding, 0)))
-            .groupBy("broker", "run").agg(
-                F.first("state").alias("state"), F.max("cluster").alias("cluster"),
-                F.min("seq").alias("start_seq"), F.max("seq").alias("end_seq"),
-                F.min("capture_ms").alias("start_ms")))
-    runs = _bridge_runs(runs, pres, rounds_df)
-    wr = Window.partitionBy("broker").orderBy("run")
-    runs = runs.select("*", F.lag("state").over(wr).alias("before"), F.lead("state").over(wr).alias("after"),
-                       F.lead("start_ms").over(wr).alias("after_ms"))
-    split = runs.where(F.col("state") == "split")
-    kind = (F.when((F.col("before") == "none") & (F.col("after") == "all"), "appear")
-            .when((F.col("before") == "all") & (F.col("after") == "none"), "disappear")
-            .when((F.col("before") == "all") & (F.col("after") == "all"), "flap")
-            .when((F.col("before") == "none") & (F.col("after") == "none"), "transient")
-            .when(F.col("before").isNull() & (F.col("after") == "all"), "appear")
-            .when(F.col("before").isNull() & (F.col("after") == "none"), "disappear")
-            .when(F.col("before") == "none", "appear")
-            .when(F.col("before") == "all", "disappear")
-            .otherwise("unknown"))
-    final = F.when(F.col("after") == "all", True).when(F.col("after") == "none", False) \
-        .when(F.col("before") == "none", True).otherwise(False)
-    episodes = split.select("broker", "cluster", "start_seq", "end_seq", "start_ms", kind.alias("kind"),
-                            final.alias("final"), F.col("after_ms").alias("converged_ms"))
-    direct = runs.where((F.col("state") != "split") & F.col("before").isin("all", "none")
-                        & (F.col("before") != F.col("state"))).select(
-        "broker", "cluster", "start_seq", F.col("start_seq").alias("end_seq"), "start_ms",
-        F.when(F.col("state") == "all", "appear").otherwise("disappear").alias("kind"),
-        (F.col("state") == "all").alias("final"), F.col("start_ms").alias("converged_ms"))
-    # Small (one row per event), and read three times below.
-    events = computed_once(episodes.unionByName(direct))
-    # Per server: the first round from which it showed the final state for good.
-    bad = (pres.alias("p").join(events.alias("e"), (F.col("p.broker") == F.col("e.broker"))
-                                & F.col("p.seq").between(F.col("e.start_seq"), F.col("e.end_seq")))
-           .groupBy("e.broker", "e.start_seq", "p.server")
-           .agg(F.max(F.when(F.col("p.present") != F.col("e.final"), F.col("p.seq"))).alias("last_bad")))
-    times = F.broadcast(rounds_df.select(F.col("seq").alias("good_seq"), F.col("capture_ms").alias("good_ms")))
-    lags = (bad.join(times, F.col("last_bad") + 1 == F.col("good_seq"), "left")
-            .join(events.select("broker", "start_seq", "start_ms"), ["broker", "start_seq"])
-            .select("broker", "start_seq", "server",
-                    F.when(F.col("last_bad").isNull(), F.lit(0.0))
-                    .otherwise((F.col("good_ms") - F.col("start_ms")) / 1000).alias("lag_s"))
-            .groupBy("broker", "start_seq").agg(
-                F.array_sort(F.collect_list(F.struct("server", "lag_s"))).alias("server_lags"),
-                F.array_sort(F.collect_list(F.when(F.col("lag_s").isNull() | (F.col("lag_s") > 0), F.col("server"))))
-                .alias("servers")))
-    return (events.join(lags, ["broker", "start_seq"], "left").select(
+    nxt = F.broadcast(rounds_df.select((F.col("seq") - 1).alias("seq"), F.col("capture_ms").alias("next_ms")))
+    found = (pres.select("broker", "seq", "capture_ms", "server", "present", "cluster").join(nxt, "seq", "left")
+             .groupBy("broker").applyInArrow(broker_runs.arrow_events, from_arrow_schema(broker_runs.EVENTS)))
+    return found.select(
         date_of("start_ms").alias("date"), "broker", "cluster", "kind", "start_ms",
         F.timestamp_millis("start_ms").alias("start"), "converged_ms", F.col("converged_ms").isNotNull().alias("converged"),
-        ((F.col("converged_ms") - F.col("start_ms")) / 1000).alias("converge_s"),
-        (F.col("end_seq") - F.col("start_seq") + 1).alias("rounds"), "servers", "server_lags"))
-
-
-def _bridge_runs(runs: DataFrame, pres: DataFrame, rounds_df: DataFrame) -> DataFrame:
-    """Merge split, agreeing, split runs into one split run when the agreement in between
-    is only the silence of one side (``bridged``): of the servers that listed the broker
-    in the last split round, or of those that did not."""
-    wr = Window.partitionBy("broker").orderBy("run")
-    runs = runs.select("*", F.lag("state").over(wr).alias("before"), F.lead("state").over(wr).alias("after"),
-                       F.lag("end_seq").over(wr).alias("prev_end"))
-    candidates = runs.where((F.col("state") != "split") & (F.col("before") == "split") & (F.col("after") == "split"))
-    sides = pres.groupBy("broker", F.col("seq").alias("prev_end")).agg(
-        F.collect_list(F.when(F.col("present"), F.col("server"))).alias("side_a"),
-        F.collect_list(F.when(~F.col("present"), F.col("server"))).alias("side_b"))
-    gaps = candidates.join(sides, ["broker", "prev_end"]).select(
-        "broker", "run", F.col("start_seq").alias("gap_from"), F.col("end_seq").alias("gap_to"), "side_a", "side_b")
-    silent = silences(pres.select("seq", "server").distinct(), rounds_df)
-    marked = runs.join(bridged(gaps, silent, ["broker", "run"]).withColumn("bridged", F.lit(True)), ["broker", "run"],
-                       "left").withColumn("bridged", F.coalesce("bridged", F.lit(False)))
-    joins = F.col("bridged") | F.coalesce(F.lag("bridged").over(wr), F.lit(False))
-    merged = marked.withColumn("merged", F.sum(F.when(joins, 0).otherwise(1)).over(
-        wr.rowsBetween(Window.unboundedPreceding, 0)))
-    return merged.groupBy("broker", "merged").agg(
-        F.when(F.count("*") > 1, F.lit("split")).otherwise(F.max("state")).alias("state"),
-        F.max("cluster").alias("cluster"), F.min("start_seq").alias("start_seq"), F.max("end_seq").alias("end_seq"),
-        F.min("start_ms").alias("start_ms")).withColumnRenamed("merged", "run")
+        ((F.col("converged_ms") - F.col("start_ms")) / 1000).alias("converge_s"), "rounds", "servers", "server_lags")
 
 
 # ------------------------------------------------------------------ summary ----
