@@ -4,8 +4,9 @@ Starts ``--servers`` of our name servers on 127.0.0.1, registers on each RocketM
 route-benchmark fleet (4 clusters x 8 brokers, 40,000 topics; ``mqadmin bench fleet``'s
 registration, connections held open as brokers hold theirs), then runs ``--rounds``
 snapshot rounds back to back into a temporary directory, in this process, through the
-same ``run_snapshot`` the command runs. Between two rounds one broker re-registers with
-1 % of its topics replaced (``--churn``), so steady rounds have something to record.
+``capture_round`` and ``SnapshotEncoder`` that ``snapshot`` runs. Before each round after
+the first, one broker re-registers with another 1 % of its topics on 4 queues instead of 8
+(200 routes change per server; ``--no-churn`` leaves the fleet alone).
 
 It prints per round the wall time (round 0 is the keyframe, the others deltas), the
 bytes written, and the resident size of this process after round 1 and round N; and,
@@ -42,17 +43,20 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mqadmin.bench.load import master_request, register_fleet, topics_body  # noqa: E402
+from mqadmin.bench.load import master_request, register_fleet  # noqa: E402
 from mqadmin.bench.runs import _fleet  # noqa: E402
 from mqadmin.pipeline.capture import SnapshotPlan, capture_round  # noqa: E402
 from mqadmin.pipeline.delta import DeltaEncoder  # noqa: E402
 from mqadmin.pipeline.schema import capture_of, encode_capture  # noqa: E402
 from mqadmin.pipeline.snapshot_encoder import SnapshotEncoder  # noqa: E402
 from mqadmin.transport.route_pump import RouteBodies, RoutePump  # noqa: E402
+from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig  # noqa: E402
+from nameserver.protocol.register import register_body  # noqa: E402
 from tests.nsprocess import NameServerProcess  # noqa: E402
 
-#: Long enough that no broker of the fleet expires while the rounds run (no heartbeats here).
-EXPIRY_MS = 3_600_000
+#: No broker of the fleet expires, and no idle broker connection is closed (which would
+#: unregister it), while the rounds run: there are no heartbeats here.
+PROPERTIES = {"brokerChannelExpiredTime": "3600000", "serverChannelMaxIdleTimeSeconds": "3600"}
 
 
 def rss() -> int:
@@ -116,12 +120,17 @@ async def bench(addrs: list[str], pids: list[int], args: argparse.Namespace, out
         old = DeltaEncoder(plan.keyframe_every)  # --old-path: the previous encoding and the new one, not written
         shadow = SnapshotEncoder(plan.version, plan.keyframe_every)
         cluster, name, baddr, names = fleet[1]
+
+        async def churn(n: int) -> None:
+            """One broker re-registers with 1 % of its topics on 4 queues instead of 8."""
+            body = register_body(RegisterBrokerBody(DataVersion(1000 + n, 1_700_000_000_000 + n), {
+                t: TopicConfig(t, *((4, 4) if i % 100 == n % 100 else (8, 8))) for i, t in enumerate(names)}))
+            for conns in held:
+                await conns[1].call(master_request(cluster, name, baddr, body), 60)
+
         for n in range(args.rounds):
-            if n and args.churn:  # one broker re-registers with 1 % of its topics replaced
-                body = topics_body([f"{t}_r{n}" if i % 100 == n % 100 else t for i, t in enumerate(names)],
-                                   counter=1000 + n)
-                for conns in held:
-                    await conns[1].call(master_request(cluster, name, baddr, body), 60)
+            if n and args.churn:
+                await churn(n)
             before = disk(out) if out.exists() else 0
             start, cpu, ns_cpu = time.perf_counter(), own_cpu(), cpu_of(pids)
             views = await capture_round(plan, n, None, encoder)
@@ -150,11 +159,16 @@ async def bench(addrs: list[str], pids: list[int], args: argparse.Namespace, out
                 del files
             del views
         floors.append(await pump_floor(addrs, topics))
+        changed = []  # the floor of a round after a change: the name servers answer changed routes anew
+        for k in range(2 if args.churn else 0):
+            await churn(args.rounds + k)
+            changed.append(await pump_floor(addrs, topics))
     finally:
         for conns in held:
             for conn in conns:
                 await conn.close()
-    return {"setup_s": setup, "pump_s": min(floors), "rounds": rounds}
+    return {"setup_s": setup, "pump_s": min(floors), "pump_after_change_s": min(changed, default=None),
+            "rounds": rounds}
 
 
 def main() -> None:
@@ -171,7 +185,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         with ThreadPoolExecutor(args.servers) as pool:
             servers = list(pool.map(lambda i: NameServerProcess(
-                Path(tmp) / f"ns{i}", properties={"brokerChannelExpiredTime": str(EXPIRY_MS)}).start(),
+                Path(tmp) / f"ns{i}", properties=dict(PROPERTIES)).start(),
                 range(args.servers)))
         try:
             pids = [ns.proc.pid for ns in servers if ns.proc is not None]
@@ -184,9 +198,11 @@ def main() -> None:
     first = rounds[0]["wall_s"]
     steady = [r["wall_s"] for r in rounds[1:]] or [first]
     median = statistics.median(steady)
-    print(f"route pump alone (floor): {pump:.2f} s for {args.servers} x 40,000 routes")
+    after = result["pump_after_change_s"]
+    print(f"route pump alone (floor): {pump:.2f} s for {args.servers} x 40,000 routes"
+          + ("" if after is None else f"; {after:.2f} s right after the same kind of change as the rounds'"))
     print(f"keyframe round: {first:.2f} s ({first / pump:.1f} x pump); steady rounds: median {median:.2f} s, "
-          f"max {max(steady):.2f} s ({median / pump:.1f} x pump)")
+          f"max {max(steady):.2f} s ({median / (after or pump):.1f} x pump{'' if after is None else ' after a change'})")
     print(f"rss after round 1: {rounds[0]['rss'] / 2**20:.0f} MiB, after round {len(rounds)}: "
           f"{rounds[-1]['rss'] / 2**20:.0f} MiB")
     print(f"load average before/after: {load_before[0]:.2f} / {os.getloadavg()[0]:.2f}")
