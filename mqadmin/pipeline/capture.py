@@ -18,8 +18,9 @@ from typing import Callable, Iterator, Sequence
 from ..transport.collect import collect_views
 from ..diff import ServerView
 from .delta import DEFAULT_KEYFRAME_EVERY, DeltaDecoder, DeltaEncoder
-from .schema import (SUFFIX_V2, Capture, capture_of, decode_capture, encode_capture, file_name, is_capture_name,
-                     round_dir_name, server_of_name)
+from .schema import (SUFFIX_V2, Capture, decode_capture, encode_capture, file_name, is_capture_name, round_dir_name,
+                     server_of_name)
+from .snapshot_encoder import SnapshotEncoder
 
 Echo = Callable[[str], None]
 
@@ -138,18 +139,21 @@ class SnapshotPlan:
 
 
 async def capture_round(plan: SnapshotPlan, round: int, progress: Callable[[str, int, int], None] | None = None,
-                        encoder: DeltaEncoder | None = None) -> list[ServerView]:
-    """Ask every name server once and write one file each (version 2 through
-    ``encoder``, which holds each server's previous round); returns the views."""
+                        encoder: SnapshotEncoder | None = None) -> list[ServerView]:
+    """Ask every name server once and write one file each, in ``encoder``'s format
+    (version 1 without one); ``encoder`` holds each server's previous round, so a
+    round costs in proportion to what changed since. Returns the views."""
+    encoder = encoder or SnapshotEncoder(version=1)
+    encoder.next_round()
     captured_ms = time.time_ns() // 1_000_000
     views = await collect_views(plan.addrs, kv_namespaces=tuple(plan.kv_namespaces), timeout=plan.timeout,
-                                progress=progress)
+                                progress=progress, route_bodies=encoder.bodies)
     try:
         for view in views:
-            write_capture(plan.out, capture_of(view, captured_ms=captured_ms, round=round), encoder)
+            data = encoder.encode(view, captured_ms=captured_ms, round=round)
+            write_atomic(capture_path(plan.out, round, view.addr, encoder.version), data)
     except OSError:
-        if encoder is not None:
-            encoder.forget()  # the next round starts with keyframes: no delta builds on a file not written
+        encoder.forget()  # the next round starts with keyframes: no delta builds on a file not written
         _remove_if_empty(plan.out / round_dir_name(round))  # no empty round left by a full disk
         raise
     return views
@@ -181,7 +185,7 @@ async def run_snapshot(plan: SnapshotPlan, echo: Echo, *, progress: Callable[[st
         if note:
             echo(note)
         began = loop.time()
-        encoder = DeltaEncoder(plan.keyframe_every) if plan.version == 2 else None
+        encoder = SnapshotEncoder(plan.version, plan.keyframe_every)
         while not stop.is_set():
             if plan.rounds is not None and stats.rounds >= plan.rounds:
                 break

@@ -136,6 +136,7 @@ class DeltaEncoder:
         self.keyframe_every = keyframe_every
         self._chains: dict[str, _Chain] = {}
         self._hashes: dict[bytes, bytes] = {}
+        self._hashes_before: dict[bytes, bytes] = {}  # next_round(): the hashes the round before used
         self._pk = msgpack.Packer(use_bin_type=True)
 
     def forget(self, server: str | None = None) -> None:
@@ -146,12 +147,29 @@ class DeltaEncoder:
         else:
             self._chains.pop(server, None)
 
+    def next_round(self) -> None:
+        """A new round begins (``snapshot`` calls it): the route hashes the last round did
+        not use are forgotten after this one, so the cache holds the routes of two
+        rounds, whatever the fleet did before. Without it the cache is bounded by
+        HASH_CACHE only."""
+        self._hashes_before, self._hashes = self._hashes, {}
+
+    def retained(self) -> dict[str, int]:
+        """What is held between files, in counts: servers, topic -> hash entries, route
+        hashes stored since the keyframes, cached hashes."""
+        return {"servers": len(self._chains), "topics": sum(len(c.topics) for c in self._chains.values()),
+                "stored": sum(len(c.stored) for c in self._chains.values()),
+                "hashes": len(self._hashes) + sum(1 for raw in self._hashes_before if raw not in self._hashes)}
+
     def _digest(self, raw: bytes) -> bytes:
         found = self._hashes.get(raw)
         if found is None:
             if len(self._hashes) >= self.HASH_CACHE:
                 self._hashes.clear()
-            found = self._hashes[raw] = route_digest(raw)
+            found = self._hashes_before.get(raw)
+            if found is None:
+                found = route_digest(raw)
+            self._hashes[raw] = found
         return found
 
     def encode(self, v1: bytes) -> bytes:

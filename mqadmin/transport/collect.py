@@ -24,7 +24,7 @@ from nameserver.protocol.codes import ORDER_TOPIC_CONFIG, RequestCode
 from .client import NamesrvConnection
 from ..diff import ServerView
 from ..errors import QueryNotFound, ServerFailure
-from .route_pump import RoutePump
+from .route_pump import RouteBodies, RoutePump
 
 #: progress(addr, routes answered, routes to ask) while routes arrive
 Progress = Callable[[str, int, int], None]
@@ -40,6 +40,7 @@ async def collect_views(
     timeout: float = 3.0,
     concurrency: int = 64,
     progress: Progress | None = None,
+    route_bodies: RouteBodies | None = None,
 ) -> list[ServerView]:
     """What each of ``addrs`` holds, one ServerView per address in the given order.
 
@@ -56,6 +57,9 @@ async def collect_views(
     would have to grow with the topic count). ``latency_ms`` is the round trip of the
     first request (cluster info), connect excluded. ``progress(addr, done, total)`` is
     called as routes arrive (about every 0.5 % of them, and at the end).
+    ``route_bodies`` decodes each distinct route body once; a caller asking again
+    (``snapshot``, each round) passes the same one, so that unchanged routes are not
+    decoded again and come back as the same objects.
 
     Never raises for a server's failure; raises ValueError for a bad argument.
     """
@@ -65,7 +69,7 @@ async def collect_views(
         raise ValueError(f"timeout must be positive, got {timeout}")
     union = None if topics is not None else _TopicUnion(len(addrs))
     asked = None if topics is None else list(dict.fromkeys(topics))
-    bodies: dict[bytes, TopicRouteData] = {}  # shared: equal bodies are decoded once in all
+    bodies = RouteBodies() if route_bodies is None else route_bodies  # shared: equal bodies decoded once in all
     servers = [
         _Server(addr, asked, union, cluster, tuple(kv_namespaces), include_config, timeout, concurrency, progress,
                 bodies)
@@ -114,7 +118,7 @@ class _Server:
 
     def __init__(self, addr: str, topics: list[str] | None, union: _TopicUnion | None, cluster: str | None,
                  kv_namespaces: tuple[str, ...], include_config: bool, timeout: float, concurrency: int,
-                 progress: Progress | None, bodies: dict[bytes, TopicRouteData]) -> None:
+                 progress: Progress | None, bodies: RouteBodies) -> None:
         self.addr = addr
         self.topics = topics
         self.union = union

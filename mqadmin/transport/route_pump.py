@@ -13,7 +13,9 @@ reader decodes answers with the codec's fast ``decode_reply``) and instead
   chunk freed up in one ``write``;
 * decodes each distinct body once: the route body does not name its topic, so every
   topic with the same brokers, perms and queue counts gets the same bytes, and the
-  decoded TopicRouteData is immutable and can be shared;
+  decoded TopicRouteData is immutable and can be shared (``RouteBodies``; kept from
+  one ``snapshot`` round to the next, an unchanged body is not decoded again, and the
+  same TopicRouteData object comes back for it);
 * has one deadline per connection (silence for ``timeout`` seconds) instead of one
   timer per request.
 """
@@ -66,6 +68,40 @@ def route_request_frame(topic: str, opaque: int) -> bytes:
     return _PREFIX.pack(4 + len(header), len(header)) + header
 
 
+class RouteBodies:
+    """Distinct route bodies and their decoded TopicRouteData, shared by every server
+    of a collection and, when the caller keeps it, by consecutive collections.
+
+    Two generations: ``next_round()`` makes the bodies seen so far the previous
+    round's, and drops those the round before did not see again, so what is held is
+    bounded by the distinct bodies of two rounds, not by the number of rounds. A body
+    seen again yields the very TopicRouteData object of the previous round, which
+    callers may use as an identity key (``snapshot`` reuses the route's packed form
+    and hash for it, mqadmin/pipeline/snapshot_encoder.py).
+    """
+
+    def __init__(self) -> None:
+        self._now: dict[bytes, TopicRouteData] = {}
+        self._before: dict[bytes, TopicRouteData] = {}
+
+    def decode(self, body: bytes) -> TopicRouteData:
+        """The route of ``body``; raises ProtocolError for a body that is not one."""
+        route = self._now.get(body)
+        if route is None:
+            route = self._before.get(body)
+            if route is None:
+                route = TopicRouteData.decode(body)
+            self._now[body] = route
+        return route
+
+    def next_round(self) -> None:
+        self._before, self._now = self._now, {}
+
+    def __len__(self) -> int:
+        """Distinct bodies held (both generations)."""
+        return len(self._now) + sum(1 for body in self._before if body not in self._now)
+
+
 class RoutePump:
     """Routes of many topics from one name server, ``concurrency`` requests in flight.
 
@@ -76,7 +112,7 @@ class RoutePump:
     """
 
     def __init__(self, conn: RemotingConnection, *, concurrency: int, timeout: float,
-                 bodies: dict[bytes, TopicRouteData], progress: Callable[[int, int], None] | None = None) -> None:
+                 bodies: RouteBodies, progress: Callable[[int, int], None] | None = None) -> None:
         self.addr = conn.addr
         self.concurrency = concurrency
         self.timeout = timeout
@@ -181,15 +217,10 @@ class RoutePump:
     def _route(self, topic: str, reply: RemotingCommand) -> None:
         code = reply.code
         if code == ResponseCode.SUCCESS:
-            body = reply.body
-            route = self.bodies.get(body)
-            if route is None:
-                try:
-                    route = self.bodies[body] = TopicRouteData.decode(body)
-                except ProtocolError as exc:
-                    self._fail(topic, BadResponse(self.addr, _ROUTE, str(exc)).reason)
-            if route is not None:
-                self.routes[topic] = route
+            try:
+                self.routes[topic] = self.bodies.decode(reply.body)
+            except ProtocolError as exc:
+                self._fail(topic, BadResponse(self.addr, _ROUTE, str(exc)).reason)
         elif code == ResponseCode.TOPIC_NOT_EXIST:
             self.routes[topic] = None
         else:
