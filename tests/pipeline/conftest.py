@@ -97,3 +97,20 @@ def hand_history(spark: object, tmp_path_factory: pytest.TempPathFactory) -> dic
     times = write_history(base / "captures", rounds)
     result = run(spark, JobOptions(str(base / "captures"), str(base / "out"), consumers=2))  # type: ignore[arg-type]
     return {"rounds": rounds, "times": times, "out": base / "out", "result": result}
+
+
+def at_rounds(spark: object, out: Path, name: str) -> object:
+    """An interval table (``routes``, ``divergence``) read back with one row per round
+    each row holds for: its columns plus that round's ``round``, ``seq``, ``capture_ms``
+    and ``interval_ms`` (as the per-round tables had them)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    read = spark.read  # type: ignore[attr-defined]
+    captures = read.parquet(str(out / "captures")).where("not unreadable")
+    order = Window.orderBy("capture_ms", "round")
+    rounds = (captures.groupBy("round").agg(F.min("capture_ms").alias("capture_ms"))
+              .withColumn("seq", F.row_number().over(order))
+              .withColumn("interval_ms", F.coalesce(F.lead("capture_ms").over(order) - F.col("capture_ms"), F.lit(0))))
+    table = read.parquet(str(out / name)).drop("rounds", "interval_ms")
+    return (table.withColumn("seq", F.explode(F.sequence("from_seq", "to_seq"))).join(rounds, "seq"))

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mqadmin.diff import Finding, ServerView, diff_views
-from tests.pipeline.conftest import A, B, C, MINUTE, T0
+from tests.pipeline.conftest import A, B, C, MINUTE, T0, at_rounds
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 
@@ -18,12 +18,16 @@ def _table(spark: Any, hand: dict[str, Any], name: str) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in spark.read.parquet(str(hand["out"] / name)).collect()]
 
 
+def _per_round(spark: Any, hand: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return [r.asDict(recursive=True) for r in at_rounds(spark, hand["out"], name).collect()]
+
+
 def _finding(topic: str | None, f: dict[str, Any]) -> Finding:
     return Finding(f["kind"], topic, f["broker"], f["subject"], tuple((v["server"], v["value"]) for v in f["values"]))
 
 
 def test_divergence_equals_diff_views_round_by_round(spark: Any, hand_history: dict[str, Any]) -> None:
-    assert_divergence_is_diff_views(_table(spark, hand_history, "divergence"), hand_history["rounds"])
+    assert_divergence_is_diff_views(_per_round(spark, hand_history, "divergence"), hand_history["rounds"])
 
 
 def assert_divergence_is_diff_views(rows: list[dict[str, Any]], rounds: list[list[ServerView]],
@@ -113,7 +117,7 @@ def test_brokers_and_convergence(spark: Any, hand_history: dict[str, Any]) -> No
 
 
 def test_routes_table_is_the_flattened_captures(spark: Any, hand_history: dict[str, Any]) -> None:
-    routes = spark.read.parquet(str(hand_history["out"] / "routes"))
+    routes = at_rounds(spark, hand_history["out"], "routes")
     assert routes.where("round = 0").count() == 3 * (2 + 1 + 1)  # orders on 2 brokers, t2, t3
     lost = routes.where(f"round = 3 and server = '{B}' and topic = 't2'").collect()
     assert [(r["asked"], r["has_route"], r["listed"], r["broker"]) for r in lost] == [(True, False, False, None)]
@@ -135,14 +139,13 @@ def test_synth_history_analysed_twice_into_the_same_out(spark: Any, tmp_path: An
     first = run(spark, JobOptions(str(tmp_path / "captures"), str(out)))
     assert first.dates == ["2026-03-01", "2026-03-02"]
     assert (first.counts["windows"], first.counts["inconsistent"], first.counts["rounds"]) == (0, 0, 6)
-    routes = spark.read.parquet(str(out / "routes"))
-    assert routes.count() == synth.route_rows
+    assert at_rounds(spark, out, "routes").count() == synth.route_rows
     summary = {str(r["date"]): r for r in spark.read.parquet(str(out / "summary")).collect()}
     assert summary["2026-03-01"]["consistent_share"] == 1.0 and summary["2026-03-01"]["observed_s"] == 1200.0
     second = run(spark, JobOptions(str(tmp_path / "captures"), str(out), report=False,
                                    from_ms=synth_start("2026-03-02T00:00:00Z")))
     assert second.dates == ["2026-03-02"]
-    assert spark.read.parquet(str(out / "routes")).count() == synth.route_rows
+    assert at_rounds(spark, out, "routes").count() == synth.route_rows
     assert (out / "report.html").exists()
 
 
@@ -175,9 +178,9 @@ def test_unreadable_and_misplaced_files_are_listed_not_compared(spark: Any, tmp_
     assert set(bad) == {(0, B), (1, B)}
     assert "unreadable capture" in bad[(0, B)]
     assert bad[(1, B)].startswith("capture of round 2 in directory '000001'")
-    differing = spark.read.parquet(str(out / "divergence")).where("scope = 'topic' and not agree").collect()
+    differing = at_rounds(spark, out, "divergence").where("scope = 'topic' and not agree").collect()
     assert [(r["round"], r["topic"]) for r in differing] == []
-    routes = spark.read.parquet(str(out / "routes"))
+    routes = at_rounds(spark, out, "routes")
     assert [r["server"] for r in routes.where("round = 1").select("server").distinct().collect()] == [A]
 
 
