@@ -206,7 +206,9 @@ class ChainReader:
                 except Exception:
                     state.small, state.view_problem = None, view_problem(file.view)
         problem = shape_problem(header, {}) or state.view_problem
-        if problem is None:
+        if problem is not None:
+            problem = f"unreadable capture: {problem}"
+        else:
             self._update_facts(state, file)
             problem = next(iter(state.bad.values()), None)
         if problem is not None:
