@@ -52,6 +52,8 @@ KEYED = pa.schema([("path", pa.string()), ("modificationTime", MTIME), ("content
                    ("chain", pa.string()), ("round", pa.int64()), ("problem", pa.string())])
 
 Fact = tuple[bool, bytes, bool | None, str | None]
+#: View fields that change every round, checked with the header at every file.
+_PER_ROUND = frozenset({"latency_ms"})
 #: View fields the content hash covers (besides the routes).
 _HASHED = frozenset({"cluster_info", "topic_list", "kv", "config"})
 
@@ -195,7 +197,7 @@ class ChainReader:
             state = self.state = _State(server)
             file.touched, file.view_keys, file.topics_changed = None, None, True
         keys = file.view_keys
-        if keys is None or keys:
+        if keys is None or keys - _PER_ROUND:
             # The topic list's items are checked only when it changed (it is long).
             checked = file.view if keys is None or "topic_list" in keys else {
                 k: v for k, v in file.view.items() if k != "topic_list"}
@@ -205,7 +207,7 @@ class ChainReader:
                     state.small = small_view(header, file.view)
                 except Exception:
                     state.small, state.view_problem = None, view_problem(file.view)
-        problem = shape_problem(header, {}) or state.view_problem
+        problem = shape_problem(header, {"latency_ms": file.view.get("latency_ms")}) or state.view_problem
         if problem is not None:
             problem = f"unreadable capture: {problem}"
         else:

@@ -450,10 +450,3 @@ class Decoded:
     touched: set[str] | None  # topics whose facts may have changed; None: any
     view_keys: set[str] | None  # view fields (cluster_info, topic_list, kv...) it changed; None: any
     topics_changed: bool  # a route or the set of topics changed
-
-
-def unreadable_marker(problem: str) -> bytes:
-    """A v1-shaped stand-in for a v2 file that cannot be rebuilt: schema.check_header
-    raises CaptureFormatError(problem) for it, so the job lists the file as unreadable
-    with the reason, as it does a damaged v1 file."""
-    return msgpack.packb({"schema": SCHEMA, "version": 1, "unreadable": problem}, use_bin_type=True)

@@ -1,30 +1,25 @@
-"""Capture files to Arrow rows: the Python half of the Spark job's ingest (``mapInArrow``).
+"""Capture files to Arrow rows: the pieces of the chain pass (chains.py) that read a file.
 
-Two outputs per file: one *captures* row (who answered, cluster info, KV, content hash)
-and the *routes* rows (one per server, topic and broker). The routes are the bulk, so
-this avoids building a ServerView: the topics map is walked with msgpack's streaming
-Unpacker, each route is kept as its raw msgpack bytes, and each distinct route is
-decoded, canonicalized and flattened once per worker. Identical routes (every topic on
-the same brokers with the same queue counts) are byte-identical in a file, because the
-writer serializes ``TopicRouteData.to_obj()``, so a 10,000-topic file typically holds a
-few hundred distinct routes. Output rows are then assembled by Arrow ``take`` from those
-per-route templates, never value by value in Python.
+A v1 file is split without building a ServerView (``parse``): the topics map is walked
+with msgpack's streaming Unpacker and each route kept as its raw msgpack bytes. Each
+distinct route is decoded, canonicalized and flattened once per worker
+(``Templates``): identical routes are byte-identical, because the writer serializes
+``TopicRouteData.to_obj()``, so a 10,000-topic fleet has a few hundred distinct routes,
+and the routes table joins each fact interval with its route's template rows.
 
 The route hash is blake2b-128 of ``canonical.route_key``: two servers' routes of a topic
 have the same hash exactly when the diff module would call them equal.
 
-Both passes of the job read files through ``parse_files``, which also checks that
-everything later steps decode is decodable (``check_parsed``): a file is either
-unreadable for both passes or for neither, and a malformed view is a captures row with
-its reason, not a worker crash.
+``shape_problem`` and ``view_problem`` say what in a file's small view fields later steps
+could not decode, so that a malformed file is a captures row with its reason, not a
+worker crash.
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 import msgpack
 import orjson
@@ -110,19 +105,15 @@ class Templates:
     cleared when full (it is only a cache)."""
 
     LIMIT = 200_000
-    _stamps = itertools.count()
 
     def __init__(self) -> None:
         self.rows: list[tuple[Any, ...]] = []
         self.routes: dict[bytes, RouteTemplate] = {}
-        self._table: pa.Table | None = None
         self._reset()
 
     def _reset(self) -> None:
         self.rows.clear()
         self.routes.clear()
-        self._table = None
-        self.stamp = next(self._stamps)  # new for every cache and every clearing
         self.add(b"\xc0")  # nil: no route; template row 0
 
     def trim(self) -> None:
@@ -139,8 +130,8 @@ class Templates:
     def add(self, raw: bytes) -> RouteTemplate:
         """Decode, canonicalize and flatten a route not seen yet. Raises (CaptureFormatError,
         or whatever decoding raised) and leaves the cache as it was when the route cannot
-        be a template: a row the template table cannot hold would make ``table()`` fail
-        for every later file of this worker."""
+        be a template: a row Arrow cannot hold would make the batch of every later file of
+        this worker fail."""
         obj = msgpack.unpackb(raw, raw=False, strict_map_key=False)
         if obj is not None and not isinstance(obj, dict):
             raise CaptureFormatError("is not a map")
@@ -153,14 +144,7 @@ class Templates:
         entry = RouteTemplate(key, len(self.rows), len(rows))
         self.rows.extend(rows)
         self.routes[raw] = entry
-        self._table = None
         return entry
-
-    def table(self) -> pa.Table:
-        if self._table is None:
-            columns = list(zip(*self.rows))
-            self._table = pa.table([pa.array(col, type=f.type) for col, f in zip(columns, TEMPLATE)], schema=TEMPLATE)
-        return self._table
 
 
 _INT32 = range(-2 ** 31, 2 ** 31)
@@ -240,16 +224,6 @@ def mapping_json(info: TopicQueueMappingInfo) -> str:
 def mapping_from_json(text: str) -> TopicQueueMappingInfo:
     """Inverse of ``mapping_json``."""
     return TopicQueueMappingInfo.from_obj(orjson.loads(text))
-
-
-def extra_topics(asked: Iterable[str], topic_list: Iterable[str] | None, listed_set: set[str] | None,
-                 order_ns: Mapping[str, str] | None) -> list[str]:
-    """Topics with routes rows although their route was not asked: in the topic list, or
-    in ORDER_TOPIC_CONFIG (and not listed), each once, in that order."""
-    seen = set(asked)
-    extra = [t for t in (topic_list or ()) if t not in seen]
-    extra.extend(k for k in (order_ns or {}) if k not in seen and (listed_set is None or k not in listed_set))
-    return [str(t) for t in dict.fromkeys(extra)]
 
 
 def capture_row(header: Mapping[str, Any], view: Mapping[str, Any], sv: ServerView, path: str,

@@ -8,15 +8,19 @@ Also runnable with ``spark-submit``; the executors need nothing of ours (session
 
 Steps (stderr says which one runs):
 
-1. ingest: the capture files are read with Spark's ``binaryFile`` source and parsed in
-   Python (``mapInArrow``) twice: a round pass (per_round.py) gets the files of a round
-   together and yields the *captures* rows and, per (round, topic), what the diff module
-   (rules.py) finds, calling it only where the servers' routes differ; a routes pass
-   (flatten.py) flattens each file into the *routes* table;
-2. divergence: the round pass's outcomes joined with the rounds' times;
-3. windows, brokers, broker_events, summary: window functions and aggregates;
-4. report.html from small aggregates of those tables.
+1. ingest: the capture files are read with Spark's ``binaryFile`` source; the chain pass
+   (chains.py) reads each chain (a v2 server's files from one keyframe to the next, in
+   round order; a v1 file alone) and yields the *captures* rows, the server's per-topic
+   fact intervals and each distinct route's rows;
+2. routes: the intervals joined across chains (Spark SQL) and with their route's rows;
+3. divergence: the intervals shuffled by topic; the per-topic pass (topics.py) compares
+   the servers once per run of rounds in which nothing changes, calling the diff module
+   (rules.py) only where they differ, and yields the divergence segments, the windows and
+   the summary's per-round counts as changes; the cluster-wide comparison per round;
+4. brokers, broker_events, summary: window functions and aggregates;
+5. report.html from small aggregates of those tables.
 
+No task grows with the number of rounds: the work splits by chain, then by topic.
 Every table is partitioned by ``date`` and written with dynamic partition overwrite, so
 running the job again replaces exactly the dates it covers. Imports are absolute so that
 the file also runs as a script under spark-submit.

@@ -1,4 +1,5 @@
-"""The analysis tables as DataFrame transformations (Spark SQL functions, no collect).
+"""The analysis tables as DataFrame transformations (Spark SQL functions; ``timeline``
+and ``route_map`` collect the small inputs of the per-topic pass).
 
 Each function takes DataFrames and returns one; job.py wires them, writes them and
 keeps the small ones cached. Conventions shared by every table (SCHEMA.md):
@@ -8,7 +9,8 @@ keeps the small ones cached. Conventions shared by every table (SCHEMA.md):
   time that round stands for (0 for the last one). Durations and "minutes" are sums of
   intervals, so a window's duration is the sum of the intervals of its rounds;
 * ``date`` (UTC) is the partition column: the date of ``capture_ms``, or of a
-  window's or an event's start.
+  window's or an event's start; interval rows (routes, divergence) are cut at midnight
+  and sit in the date of their rounds.
 """
 
 from __future__ import annotations

@@ -55,6 +55,14 @@ def assert_divergence_is_diff_views(rows: list[dict[str, Any]], rounds: list[lis
         assert all(r["capture_ms"] == T0 + round_no * MINUTE for r in mine)
 
 
+def test_divergence_rows_are_intervals(spark: Any, hand_history: dict[str, Any]) -> None:
+    """B lacks broker-b in rounds 2-4 alike: one row for the three rounds; the agreeing
+    rounds around it are rows too."""
+    rows = sorted((r["from_round"], r["to_round"], r["rounds"], r["interval_ms"], r["agree"])
+                  for r in _table(spark, hand_history, "divergence") if r["topic"] == "orders")
+    assert rows[:3] == [(0, 1, 2, 2 * MINUTE, True), (2, 4, 3, 3 * MINUTE, False), (5, 5, 1, MINUTE, True)]
+
+
 def test_every_kind_of_difference_was_exercised(spark: Any, hand_history: dict[str, Any]) -> None:
     kinds = {k for r in _table(spark, hand_history, "divergence") for k in r["kinds"]}
     assert kinds >= {"broker_missing", "route_missing", "topic_list_missing", "cluster_members", "perm",
@@ -121,6 +129,12 @@ def test_routes_table_is_the_flattened_captures(spark: Any, hand_history: dict[s
     assert routes.where("round = 0").count() == 3 * (2 + 1 + 1)  # orders on 2 brokers, t2, t3
     lost = routes.where(f"round = 3 and server = '{B}' and topic = 't2'").collect()
     assert [(r["asked"], r["has_route"], r["listed"], r["broker"]) for r in lost] == [(True, False, False, None)]
+    # What did B say about t2 at 3.5 minutes: one filter, one interval (rounds 2-4).
+    t = T0 + 3 * MINUTE + 30_000
+    said = spark.read.parquet(str(hand_history["out"] / "routes")).where(
+        f"server = '{B}' and topic = 't2' and valid_from_ms <= {t} and (valid_to_ms is null or valid_to_ms > {t})")
+    assert [(r["has_route"], r["from_round"], r["to_round"], r["rounds"], r["valid_to_ms"]) for r in said.collect()] == [
+        (False, 2, 4, 3, T0 + 5 * MINUTE)]
     captures = spark.read.parquet(str(hand_history["out"] / "captures"))
     assert captures.count() == 27
     assert captures.where("not ok").select("server", "round").collect()[0].asDict() == {"server": C, "round": 7}
