@@ -9,12 +9,9 @@ both make about a difference, stated once so that they cannot drift apart:
   servers"). It goes on, with its first-seen time, if it is seen again once that side
   answers; it ended where the side went silent if it is not.
 
-The Spark job keeps the silent-side rule in its own Spark SQL form (tables.bridged: a join
-of the gaps between disagreeing rounds with the runs of silence); tests/pipeline/test_rule_parity.py runs the same scenarios through the
-watcher and the job and requires the same windows. One known difference is left there as a
-strict xfail: the job's sides are the majority and all the others together, silent_side's
-every group, so in a three-way split whose odd server is silent while another odd one came
-round to agree, the job ends the window where the watcher keeps it unconfirmed.
+The Spark job's windows call silent_side too (mqadmin/pipeline/topics.py, with every group
+of the last disagreement's findings, as the watcher); tests/pipeline/test_rule_parity.py
+runs the same scenarios through the watcher and the job and requires the same windows.
 
 Pure: servers are addresses, a difference is its groups of servers (``Finding.groups``).
 """

@@ -324,6 +324,13 @@ class DeltaDecoder:
     def decode(self, data: bytes) -> bytes:
         """The v1 capture of a v2 file; raises CaptureFormatError (and forgets the
         server's chain: the files after a damaged one are unreadable up to a keyframe)."""
+        state = self.apply(data)
+        return self._v1(state.header, state.chain)
+
+    def apply(self, data: bytes) -> Decoded:
+        """Apply a v2 file to its server's chain and say what it changed, without
+        building its v1 capture: the job's chain pass reads the chain's state and looks
+        only at the topics a delta touched. Raises as ``decode``."""
         server = None
         try:
             up = _unpacker(data)
@@ -344,7 +351,7 @@ class DeltaDecoder:
             header = {k: fields.get(k) for k in HEADER}
             _check_v2_header(header)
             server = header["server"]
-            chain = self._apply(header, fields.get("routes", {}), raw)
+            chain, touched, view_keys = self._apply(header, fields.get("routes", {}), raw)
         except CaptureFormatError:
             if server is not None:
                 self._chains.pop(server, None)
@@ -353,17 +360,27 @@ class DeltaDecoder:
             if server is not None:
                 self._chains.pop(server, None)
             raise CaptureFormatError(f"unreadable capture: {type(exc).__name__}: {exc}") from None
-        return self._v1(header, chain)
+        return Decoded(header, chain, touched, view_keys, touched is None or bool(touched))
+
+    def forget(self, server: str) -> None:
+        """Drop ``server``'s chain: its next delta is unreadable (a reader found the file
+        just applied unreadable for a reason of its own)."""
+        self._chains.pop(server, None)
 
     def _apply(self, header: Mapping[str, Any], routes: Mapping[bytes, bytes], raw: Mapping[str, bytes]
-               ) -> _ReadChain:
+               ) -> tuple[_ReadChain, set[str] | None, set[str] | None]:
+        """The chain after the file, the topics whose route, listing or KV entry the file
+        may have changed (None: any topic, as after a keyframe or a whole new list) and the
+        view fields it changed (None: all)."""
         server, round_no, keyframe, prev_round = header["server"], header["round"], header["keyframe"], header["prev"]
 
         def obj(key: str, default: Any = None) -> Any:
             return default if key not in raw else msgpack.unpackb(raw[key], raw=False, strict_map_key=False)
 
+        touched: set[str] | None = set()
         if keyframe == round_no:
             chain: _ReadChain = _ReadChain(keyframe, round_no, {}, {}, {})
+            touched = None
         else:
             previous = self._chains.pop(server, None)  # whatever happens below, this chain is used up
             if previous is None or previous.keyframe != keyframe or previous.round != prev_round:
@@ -380,18 +397,30 @@ class DeltaDecoder:
         if not isinstance(view, dict):
             raise CaptureFormatError("capture field 'view' is not a map")
         chain.view.update(view)
-        for key in obj("view_unset", []):
+        unset = obj("view_unset", [])
+        for key in unset:
             chain.view.pop(key, None)
+        view_keys: set[str] | None = None if keyframe == round_no else {*view, *unset}
+        if view_keys is not None and ("topic_list" in raw or "topic_list_change" in raw):
+            view_keys.add("topic_list")
+        if "kv" in view or "kv" in unset or "topic_list" in unset or "topic_list" in raw:
+            touched = None  # ORDER_TOPIC_CONFIG or the whole list: any topic
         change = obj("topic_list_change")
         if change is not None:
             gone = set(change["del"])
             chain.view["topic_list"] = [t for t in chain.view["topic_list"] if t not in gone] + list(change["add"])
+            if touched is not None:
+                touched.update(change["del"], change["add"])
         if "topic_list" in raw:
             chain.view["topic_list"] = obj("topic_list")
         if obj("topics_reset", False):
+            if touched is not None:
+                touched.update(chain.topics)
             chain.topics.clear()
         for topic in obj("topics_del", []):
             chain.topics.pop(topic, None)
+            if touched is not None:
+                touched.add(topic)
         topics = obj("topics", {})
         if not isinstance(topics, dict):
             raise CaptureFormatError("capture field 'topics' is not a map")
@@ -399,8 +428,10 @@ class DeltaDecoder:
             if h is not None and h not in chain.routes:
                 raise CaptureFormatError(f"topic {topic!r} names a route hash the chain does not hold")
             chain.topics[str(topic)] = h
+        if touched is not None:
+            touched.update(map(str, topics))
         self._chains[server] = chain
-        return chain
+        return chain, touched, view_keys
 
     def _v1(self, header: Mapping[str, Any], chain: _ReadChain) -> bytes:
         pk = self._pk
@@ -419,6 +450,8 @@ class DeltaDecoder:
 
 @dataclass
 class _ReadChain:
+    """A server's chain as read so far: its view as of the last file applied."""
+
     keyframe: int
     round: int
     view: dict[str, Any]
@@ -426,8 +459,12 @@ class _ReadChain:
     routes: dict[bytes, bytes]  # hash -> raw route, every route stored since the keyframe
 
 
-def unreadable_marker(problem: str) -> bytes:
-    """A v1-shaped stand-in for a v2 file that cannot be rebuilt: schema.check_header
-    raises CaptureFormatError(problem) for it, so the job lists the file as unreadable
-    with the reason, as it does a damaged v1 file."""
-    return msgpack.packb({"schema": SCHEMA, "version": 1, "unreadable": problem}, use_bin_type=True)
+@dataclass
+class Decoded:
+    """A v2 file applied to its chain (DeltaDecoder.apply)."""
+
+    header: dict[str, Any]
+    chain: _ReadChain  # the chain's state after the file (shared: read it before the next apply)
+    touched: set[str] | None  # topics whose facts may have changed; None: any
+    view_keys: set[str] | None  # view fields (cluster_info, topic_list, kv...) it changed; None: any
+    topics_changed: bool  # a route or the set of topics changed

@@ -1,42 +1,35 @@
-"""Capture files to Arrow rows: the Python half of the Spark job's ingest (``mapInArrow``).
+"""Capture files to Arrow rows: the pieces of the chain pass (chains.py) that read a file.
 
-Two outputs per file: one *captures* row (who answered, cluster info, KV, content hash)
-and the *routes* rows (one per server, topic and broker). The routes are the bulk, so
-this avoids building a ServerView: the topics map is walked with msgpack's streaming
-Unpacker, each route is kept as its raw msgpack bytes, and each distinct route is
-decoded, canonicalized and flattened once per worker. Identical routes (every topic on
-the same brokers with the same queue counts) are byte-identical in a file, because the
-writer serializes ``TopicRouteData.to_obj()``, so a 10,000-topic file typically holds a
-few hundred distinct routes. Output rows are then assembled by Arrow ``take`` from those
-per-route templates, never value by value in Python.
+A v1 file is split without building a ServerView (``parse``): the topics map is walked
+with msgpack's streaming Unpacker and each route kept as its raw msgpack bytes. Each
+distinct route is decoded, canonicalized and flattened once per worker
+(``Templates``): identical routes are byte-identical, because the writer serializes
+``TopicRouteData.to_obj()``, so a 10,000-topic fleet has a few hundred distinct routes,
+and the routes table joins each fact interval with its route's template rows.
 
 The route hash is blake2b-128 of ``canonical.route_key``: two servers' routes of a topic
 have the same hash exactly when the diff module would call them equal.
 
-Both passes of the job read files through ``parse_files``, which also checks that
-everything later steps decode is decodable (``check_parsed``): a file is either
-unreadable for both passes or for neither, and a malformed view is a captures row with
-its reason, not a worker crash.
+``shape_problem`` and ``view_problem`` say what in a file's small view fields later steps
+could not decode, so that a malformed file is a captures row with its reason, not a
+worker crash.
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Mapping
 
 import msgpack
-import numpy as np
 import orjson
 import pyarrow as pa
 
 from nameserver.protocol.bodies import BrokerData, QueueData, TopicQueueMappingInfo, TopicRouteData
-from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
 
-from ..diff import CanonicalView, ServerView, canonical_cluster, hash_canonical, route_key
+from ..diff import ServerView, route_key
 from .delta import split_capture
-from .schema import CaptureFormatError, check_location, in_round_directory, server_of_name
+from .schema import CaptureFormatError, server_of_name
 
 ADDRS = pa.map_(pa.int64(), pa.string())
 
@@ -80,12 +73,6 @@ class Parsed:
     header: dict[str, Any]
     view: dict[str, Any]  # every view field except "topics"
     topics: list[tuple[str, bytes]]
-    #: ServerView.from_obj of ``view`` (no topics), once check_parsed has built it.
-    small_view: ServerView | None = None
-    #: The templates of ``topics`` check_parsed found, valid while the cache's stamp
-    #: is ``stamp`` (Templates.of).
-    entries: list[RouteTemplate] | None = None
-    stamp: int = -1
 
 
 def parse(data: bytes) -> Parsed:
@@ -118,19 +105,15 @@ class Templates:
     cleared when full (it is only a cache)."""
 
     LIMIT = 200_000
-    _stamps = itertools.count()
 
     def __init__(self) -> None:
         self.rows: list[tuple[Any, ...]] = []
         self.routes: dict[bytes, RouteTemplate] = {}
-        self._table: pa.Table | None = None
         self._reset()
 
     def _reset(self) -> None:
         self.rows.clear()
         self.routes.clear()
-        self._table = None
-        self.stamp = next(self._stamps)  # new for every cache and every clearing
         self.add(b"\xc0")  # nil: no route; template row 0
 
     def trim(self) -> None:
@@ -144,18 +127,11 @@ class Templates:
         found = self.routes.get(raw)
         return self.add(raw) if found is None else found
 
-    def of(self, parsed: Parsed) -> list[RouteTemplate]:
-        """The templates of ``parsed``'s routes, in its topics' order: those check_parsed
-        found, unless this cache was cleared since (or is another one)."""
-        if parsed.entries is not None and parsed.stamp == self.stamp:
-            return parsed.entries
-        return [self.get(raw) for _, raw in parsed.topics]
-
     def add(self, raw: bytes) -> RouteTemplate:
         """Decode, canonicalize and flatten a route not seen yet. Raises (CaptureFormatError,
         or whatever decoding raised) and leaves the cache as it was when the route cannot
-        be a template: a row the template table cannot hold would make ``table()`` fail
-        for every later file of this worker."""
+        be a template: a row Arrow cannot hold would make the batch of every later file of
+        this worker fail."""
         obj = msgpack.unpackb(raw, raw=False, strict_map_key=False)
         if obj is not None and not isinstance(obj, dict):
             raise CaptureFormatError("is not a map")
@@ -168,14 +144,7 @@ class Templates:
         entry = RouteTemplate(key, len(self.rows), len(rows))
         self.rows.extend(rows)
         self.routes[raw] = entry
-        self._table = None
         return entry
-
-    def table(self) -> pa.Table:
-        if self._table is None:
-            columns = list(zip(*self.rows))
-            self._table = pa.table([pa.array(col, type=f.type) for col, f in zip(columns, TEMPLATE)], schema=TEMPLATE)
-        return self._table
 
 
 _INT32 = range(-2 ** 31, 2 ** 31)
@@ -257,103 +226,12 @@ def mapping_from_json(text: str) -> TopicQueueMappingInfo:
     return TopicQueueMappingInfo.from_obj(orjson.loads(text))
 
 
-# ------------------------------------------------------------------ batches ----
-
-_templates: Templates | None = None
-
-
-def shared_templates() -> Templates:
-    global _templates
-    if _templates is None:
-        _templates = Templates()
-    return _templates
-
-
-def in_range(captured_ms: int, from_ms: int | None, to_ms: int | None) -> bool:
-    return (from_ms is None or captured_ms >= from_ms) and (to_ms is None or captured_ms < to_ms)
-
-
-def routes_batch(parsed: Parsed, templates: Templates | None = None) -> pa.RecordBatch | None:
-    """The routes rows of one capture; None when the server did not answer."""
-    header, view = parsed.header, parsed.view
-    if not header["ok"]:
-        return None
-    templates = templates or shared_templates()
-    templates.trim()
-    topic_list = view.get("topic_list")
-    listed_set = None if topic_list is None else set(topic_list)
-    order_ns = (view.get("kv") or {}).get(ORDER_TOPIC_CONFIG)
-    names = [topic for topic, _ in parsed.topics]
-    entries = templates.of(parsed)
-    asked_n = len(names)
-    names.extend(extra_topics(names, topic_list, listed_set, order_ns))
-    if not names:
-        return None
-    # Row i of the batch is template row first[t] + (i - offset[t]) of its topic t;
-    # topics only listed or only in the KV take template row 0 (no route).
-    first = np.zeros(len(names), np.int64)
-    count = np.ones(len(names), np.int64)
-    first[:asked_n] = [e.first for e in entries]
-    count[:asked_n] = [e.count for e in entries]
-    offset = np.cumsum(count) - count
-    row_topic = np.repeat(np.arange(len(names), dtype=np.int32), count)
-    row_template = np.arange(int(count.sum()), dtype=np.int64) + np.repeat(first - offset, count)
-    asked = np.zeros(len(names), np.bool_)
-    asked[:asked_n] = True
-    listed = [None] * len(names) if listed_set is None else [t in listed_set for t in names]
-    kv_values = [None] * len(names) if not order_ns else [order_ns.get(t) for t in names]
-    per_topic = pa.table({
-        "topic": pa.array(names, pa.string()), "asked": pa.array(asked, pa.bool_()),
-        "listed": pa.array(listed, pa.bool_()), "order_conf_kv": pa.array(kv_values, pa.string()),
-    }).take(pa.array(row_topic))
-    per_route = templates.table().take(pa.array(row_template))
-    n = len(row_template)
-    columns = {
-        "round": pa.repeat(pa.scalar(int(header["round"]), pa.int32()), n),
-        "capture_ms": pa.repeat(pa.scalar(int(header["captured_ms"]), pa.int64()), n),
-        "server": pa.repeat(pa.scalar(str(header["server"]), pa.string()), n),
-    }
-    arrays = []
-    for f in ROUTES:
-        if f.name in columns:
-            arrays.append(columns[f.name])
-        elif f.name in per_topic.column_names:
-            arrays.append(per_topic.column(f.name).combine_chunks())
-        else:
-            arrays.append(per_route.column(f.name).combine_chunks())
-    return pa.RecordBatch.from_arrays(arrays, schema=ROUTES)
-
-
-def extra_topics(asked: Iterable[str], topic_list: Iterable[str] | None, listed_set: set[str] | None,
-                 order_ns: Mapping[str, str] | None) -> list[str]:
-    """Topics with routes rows although their route was not asked: in the topic list, or
-    in ORDER_TOPIC_CONFIG (and not listed), each once, in that order."""
-    seen = set(asked)
-    extra = [t for t in (topic_list or ()) if t not in seen]
-    extra.extend(k for k in (order_ns or {}) if k not in seen and (listed_set is None or k not in listed_set))
-    return [str(t) for t in dict.fromkeys(extra)]
-
-
-def capture_row(parsed: Parsed, path: str, templates: Templates | None = None,
-                entries: Mapping[str, RouteTemplate] | None = None, known_hash: str | None = None) -> dict[str, Any]:
-    """The captures row of one file (a dict in CAPTURES's field order). ``entries``: the
-    templates of its routes by topic, and ``known_hash`` its content hash, when the
-    caller has them already."""
-    header, view = parsed.header, parsed.view
-    if entries is None:
-        templates = templates or shared_templates()
-        templates.trim()
-        entries = {topic: entry for (topic, _), entry in zip(parsed.topics, templates.of(parsed))}
-    ci, tl = view.get("cluster_info"), view.get("topic_list")
-    sv = parsed.small_view or small_view(parsed)
-    routes = {topic: entry.key for topic, entry in entries.items()}
-    content_hash = None
-    if header["ok"] and known_hash is not None:
-        content_hash = known_hash
-    elif header["ok"]:
-        canon = CanonicalView(header["server"], canonical_cluster(sv.cluster_info),
-                              None if sv.topic_list is None else frozenset(sv.topic_list), routes, sv.kv, sv.config)
-        content_hash = hash_canonical(canon)
+def capture_row(header: Mapping[str, Any], view: Mapping[str, Any], sv: ServerView, path: str,
+                counts: tuple[int, int], content_hash: str | None, listed: set[str] | None) -> dict[str, Any]:
+    """The captures row of one readable file (a dict in CAPTURES's field order): ``sv``
+    its small view (``small_view``), ``counts`` its routes asked and present, ``listed``
+    the set of its topic list; the chain pass keeps them from file to file."""
+    ci = view.get("cluster_info")
     brokers = None
     members = None
     if sv.cluster_info is not None:
@@ -367,9 +245,9 @@ def capture_row(parsed: Parsed, path: str, templates: Templates | None = None,
         "path": path, "ok": bool(header["ok"]), "error": header.get("error"), "unreadable": False,
         "latency_ms": view.get("latency_ms"), "failures": [str(x) for x in view.get("failures") or ()],
         "content_hash": content_hash, "has_cluster_info": ci is not None, "cluster_brokers": brokers,
-        "cluster_members": members, "has_topic_list": tl is not None,
-        "topics_listed": None if tl is None else len(set(tl)), "routes_asked": len(routes),
-        "routes_present": sum(1 for key in routes.values() if key is not None),
+        "cluster_members": members, "has_topic_list": listed is not None,
+        "topics_listed": None if listed is None else len(listed), "routes_asked": counts[0],
+        "routes_present": counts[1],
         "kv": [(ns, sorted(table.items())) for ns, table in sorted(sv.kv.items())],
         "config": None if sv.config is None else sorted(sv.config.items()),
     }
@@ -392,34 +270,10 @@ def unreadable_row(path: str, time_ms: int | None, problem: str) -> dict[str, An
 # ------------------------------------------------------------- readability ----
 
 
-def small_view(parsed: Parsed) -> ServerView:
-    """The capture's view without its routes, as the captures row needs it."""
-    return ServerView.from_obj(parsed.view | {"addr": parsed.header["server"]})
-
-
-def check_parsed(parsed: Parsed, templates: Templates) -> None:
-    """Raise CaptureFormatError unless every later step can decode ``parsed``: each
-    route through ``templates`` (the cache both passes use next, so a good file's routes
-    are decoded once), the small view fields by type and through the ServerView.from_obj
-    the captures row uses (kept in ``parsed.small_view``). The reason names the field or
-    topic at fault."""
-    problem = _shape_problem(parsed.header, parsed.view)
-    if problem is None:
-        try:
-            parsed.small_view = small_view(parsed)
-        except Exception:
-            problem = _view_problem(parsed.view)
-    if problem is not None:
-        raise CaptureFormatError(f"unreadable capture: {problem}")
-    entries: list[RouteTemplate] = []
-    for topic, raw in parsed.topics:
-        try:
-            entries.append(templates.get(raw))
-        except CaptureFormatError as exc:
-            raise CaptureFormatError(f"unreadable capture: route of topic {topic!r} {exc}") from None
-        except Exception as exc:
-            raise CaptureFormatError(f"unreadable capture: route of topic {topic!r}: {_describe(exc)}") from None
-    parsed.entries, parsed.stamp = entries, templates.stamp
+def small_view(header: Mapping[str, Any], view: Mapping[str, Any]) -> ServerView:
+    """The capture's view without its routes and topic list, as the captures row needs
+    it (the topic list is kept as a set by the chain pass)."""
+    return ServerView.from_obj({k: v for k, v in view.items() if k != "topic_list"} | {"addr": header["server"]})
 
 
 def _describe(exc: Exception) -> str:
@@ -430,7 +284,7 @@ def _is_str_map(obj: Any) -> bool:
     return isinstance(obj, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in obj.items())
 
 
-def _shape_problem(header: Mapping[str, Any], view: Mapping[str, Any]) -> str | None:
+def shape_problem(header: Mapping[str, Any], view: Mapping[str, Any]) -> str | None:
     """What is of the wrong type among the fields that go to Arrow or to the routes pass
     as they are (SCHEMA.md's types; nil is always allowed). ServerView.from_obj turns
     most values into strings without complaint, so a topic list that is one string
@@ -454,7 +308,7 @@ def _shape_problem(header: Mapping[str, Any], view: Mapping[str, Any]) -> str | 
     return None
 
 
-def _view_problem(view: Mapping[str, Any]) -> str:
+def view_problem(view: Mapping[str, Any]) -> str:
     """Which small view field ServerView.from_obj cannot decode (the slow path, for a
     file already known to be bad)."""
     for key, value in view.items():
@@ -463,47 +317,3 @@ def _view_problem(view: Mapping[str, Any]) -> str:
         except Exception as exc:
             return f"view field {key!r}: {_describe(exc)}"
     return "view cannot be decoded"
-
-
-def parse_files(batches: Iterable[pa.RecordBatch], from_ms: int | None, to_ms: int | None,
-                with_captures: bool, templates: Templates | None = None
-                ) -> Iterator[tuple[str, int | None, Parsed | str]]:
-    """(path, mtime ms, Parsed or problem) for each file of ``binaryFile`` batches that
-    sits in a round directory and whose capture time is in the range; with
-    ``with_captures`` also the unreadable ones (those whose header cannot be read
-    whatever their time). A Parsed has passed check_parsed: both passes skip the same
-    files, and its routes are in ``templates`` (the worker's by default)."""
-    templates = templates or shared_templates()
-    for batch in batches:
-        paths = batch.column("path").to_pylist()
-        names = batch.schema.names
-        mtimes = (batch.column("modificationTime").cast(pa.int64()).to_pylist() if "modificationTime" in names
-                  else [None] * len(paths))
-        contents = batch.column("content")
-        for i, path in enumerate(paths):
-            if not in_round_directory(path):
-                continue
-            micros = mtimes[i]
-            mtime = None if micros is None else int(micros) // 1000  # Spark sends microseconds
-            try:
-                parsed = parse(contents[i].as_py())
-                check_location(path, int(parsed.header["round"]))
-                if not in_range(int(parsed.header["captured_ms"]), from_ms, to_ms):
-                    continue
-                check_parsed(parsed, templates)
-            except CaptureFormatError as exc:
-                if with_captures:
-                    yield path, mtime, str(exc)
-                continue
-            yield path, mtime, parsed
-
-
-def map_routes(from_ms: int | None, to_ms: int | None) -> Any:
-    """The ``mapInArrow`` function of the routes pass (binaryFile batches in, ROUTES out)."""
-    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for _, _, parsed in parse_files(batches, from_ms, to_ms, with_captures=False):
-            assert isinstance(parsed, Parsed)
-            batch = routes_batch(parsed)
-            if batch is not None and batch.num_rows:
-                yield batch
-    return run

@@ -8,15 +8,19 @@ Also runnable with ``spark-submit``; the executors need nothing of ours (session
 
 Steps (stderr says which one runs):
 
-1. ingest: the capture files are read with Spark's ``binaryFile`` source and parsed in
-   Python (``mapInArrow``) twice: a round pass (per_round.py) gets the files of a round
-   together and yields the *captures* rows and, per (round, topic), what the diff module
-   (rules.py) finds, calling it only where the servers' routes differ; a routes pass
-   (flatten.py) flattens each file into the *routes* table;
-2. divergence: the round pass's outcomes joined with the rounds' times;
-3. windows, brokers, broker_events, summary: window functions and aggregates;
-4. report.html from small aggregates of those tables.
+1. ingest: the capture files are read with Spark's ``binaryFile`` source; the chain pass
+   (chains.py) reads each chain (a v2 server's files from one keyframe to the next, in
+   round order; a v1 file alone) and yields the *captures* rows, the server's per-topic
+   fact intervals and each distinct route's rows;
+2. routes: the intervals joined across chains (Spark SQL) and with their route's rows;
+3. divergence: the intervals shuffled by topic; the per-topic pass (topics.py) compares
+   the servers once per run of rounds in which nothing changes, calling the diff module
+   (rules.py) only where they differ, and yields the divergence segments, the windows and
+   the summary's per-round counts as changes; the cluster-wide comparison per round;
+4. brokers, broker_events, summary: window functions and aggregates;
+5. report.html from small aggregates of those tables.
 
+No task grows with the number of rounds: the work splits by chain, then by topic.
 Every table is partitioned by ``date`` and written with dynamic partition overwrite, so
 running the job again replaces exactly the dates it covers. Imports are absolute so that
 the file also runs as a script under spark-submit.
@@ -40,8 +44,9 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from mqadmin.diff import STRATEGIES
-from mqadmin.pipeline import flatten, per_round, rebuild, session, tables
+from mqadmin.pipeline import chains, session, tables, topics
 from mqadmin.pipeline.progress import StepProgress
+from mqadmin.pipeline.session import computed_once
 from mqadmin.pipeline.schema import SUFFIX, SUFFIX_V2
 from mqadmin.pipeline.times import parse_time
 
@@ -76,22 +81,25 @@ def configure(spark: SparkSession) -> None:
     spark.conf.set("spark.sql.session.timeZone", "UTC")
 
 
-def _files(spark: SparkSession, opts: JobOptions) -> DataFrame:
-    """(path, modificationTime, content) of every capture, v2 files rebuilt as v1 ones."""
+def _chains(spark: SparkSession, opts: JobOptions) -> DataFrame:
+    """The chain pass over every capture (chains.py): CHAIN_OUT rows. A v1 file is a
+    chain of its own and is read where it lies; v2 files are keyed by chain from their
+    header, shuffled so that a chain's files meet in one task, and sorted by round."""
+    read = chains.map_chains(opts.from_ms, opts.to_ms)
+    out_schema = from_arrow_schema(chains.CHAIN_OUT)
     files = _listing(spark, opts.src, "*" + SUFFIX)
     if opts.from_ms is not None:
         files = files.where(F.col("modificationTime") >= F.timestamp_millis(F.lit(opts.from_ms - MTIME_SLACK_MS)))
-    files = files.select("path", "modificationTime", "content")
+    out = files.select("path", "modificationTime", "content").mapInArrow(read, out_schema)
     v2 = _listing(spark, opts.src, "*" + SUFFIX_V2)
-    if v2.select("path").isEmpty():  # a v1 history is read as it always was
-        return files
+    if v2.select("path").isEmpty():  # a v1 history
+        return out
     # Every v2 file, whatever --from says: a delta needs its chain from the keyframe on
-    # (they are small); the passes drop the rounds out of range after rebuilding.
-    keyed = v2.select("path", "modificationTime", "content").mapInArrow(rebuild.map_keys,
-                                                                      from_arrow_schema(rebuild.KEYED))
-    rebuilt = (keyed.repartition("chain").sortWithinPartitions("chain", "round", "path")
-               .mapInArrow(rebuild.map_rebuild, from_arrow_schema(rebuild.FILES)))
-    return files.unionByName(rebuilt)
+    # (they are small); the chain pass leaves out the rounds out of range.
+    keyed = v2.select("path", "modificationTime", "content").mapInArrow(chains.map_keys,
+                                                                      from_arrow_schema(chains.KEYED))
+    return out.unionByName(keyed.repartition("chain").sortWithinPartitions("chain", "round", "path")
+                           .mapInArrow(read, out_schema))
 
 
 def _listing(spark: SparkSession, src: str, glob: str) -> DataFrame:
@@ -224,21 +232,15 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
         result.timings[name] = round(now - clock, 3)
         clock = now
 
-    # 1. ingest, first pass: the files of each round directory together (a shuffle of
-    # the raw files, which compress well) give the captures rows and the divergence
-    # outcomes, a small result kept cached.
-    echo("ingest: reading captures, comparing servers round by round")
-    files = _files(spark, opts)
-    by_dir = (files.withColumn("dir", F.regexp_extract("path", r"^(.*)/[^/]*$", 1))
-              .repartition("dir").sortWithinPartitions("dir", "path"))
-    passed = (by_dir.mapInArrow(per_round.map_rounds(opts.from_ms, opts.to_ms, opts.consumers, opts.strategy),
-                                from_arrow_schema(per_round.ROUND_OUT))
-              .persist(StorageLevel.MEMORY_AND_DISK))
-    captures = passed.where(F.col("capture").isNotNull()).select("capture.*").withColumn(
-        "date", tables.date_of("capture_ms"))
-    _write(captures, out, "captures", schemas)  # runs the round pass, on every core
+    # 1. ingest: the chain pass gives the captures rows, the fact intervals of each chain
+    # and the distinct routes, a result kept cached (captures and routes are small; the
+    # facts grow with the changes).
+    echo("ingest: reading captures, chain by chain")
+    chained = _chains(spark, opts).persist(StorageLevel.MEMORY_AND_DISK)
+    captures = tables.captures(chained.where(F.col("capture").isNotNull()).select("capture.*"))
+    _write(captures, out, "captures", schemas)  # runs the chain pass, on every core
     # One row per file: one partition, so that the many small steps reading it run one
-    # task each instead of one per partition of the round pass.
+    # task each instead of one per partition of the chain pass.
     captures = captures.coalesce(1).persist(StorageLevel.MEMORY_AND_DISK)
     # Dates and rounds of readable captures only (tables.rounds): an unreadable file in a
     # round without a readable one carries its mtime, and that date is no date of the
@@ -255,7 +257,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     bad_files = seen["unreadable"]
     if not dates:
         captures.unpersist()
-        passed.unpersist()
+        chained.unpersist()
         if bad_files:
             raise NoCaptures(f"no readable capture files under {opts.src} in the selected time range "
                              f"({bad_files} unreadable, listed in {out}/captures with unreadable = true)")
@@ -265,27 +267,40 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
         echo(f"ingest: {bad_files} unreadable capture files (listed in {out}/captures with unreadable = true)")
     step("captures")
 
-    # 1b. ingest, second pass: the routes table, file by file.
-    echo("ingest: flattening routes")
-    routes = files.mapInArrow(flatten.map_routes(opts.from_ms, opts.to_ms), from_arrow_schema(flatten.ROUTES))
-    _write(routes.withColumn("date", tables.date_of("capture_ms"))
-           .withColumn("capture_time", F.timestamp_millis("capture_ms")), out, "routes", schemas, dates)
+    # 2. routes: the chains' fact intervals joined where they continue each other, with
+    # their route's rows.
+    echo("routes: fact intervals")
+    rounds = tables.rounds(captures).persist(StorageLevel.MEMORY_AND_DISK)
+    route_rows = computed_once(chained.where(F.col("route").isNotNull()).select("route.*")
+                               .dropDuplicates(["route_key", "broker_seq"]).coalesce(1))
+    facts = computed_once(tables.fact_intervals(chained.where(F.col("fact").isNotNull()).select("fact.*"), rounds))
+    _write(tables.routes(facts, route_rows, rounds), out, "routes", schemas, dates)
     step("routes")
 
-    # 2. divergence: the round pass's outcomes, and a row per agreeing topic
-    echo("divergence: writing what the servers disagreed on, round by round")
-    rounds = tables.rounds(captures).persist(StorageLevel.MEMORY_AND_DISK)
-    outcomes = passed.where(F.col("outcome").isNotNull()).select("outcome.*")
-    agreed = passed.where(F.col("agreed").isNotNull()).select("agreed.round", F.explode("agreed.topics").alias("topic"))
-    _write(tables.divergence(outcomes, agreed, rounds, opts.consumers), out, "divergence", schemas, dates)
+    # 3. divergence, windows and the summary's counts: topic by topic
+    echo("divergence: comparing servers topic by topic")
+    timeline = tables.timeline(captures, rounds)
+    judged = (facts.select("topic", "server", "from_seq", "to_seq", "asked", "route_key", "listed", "order_conf_kv")
+              .repartition("topic").sortWithinPartitions("topic", "server", "from_seq")
+              .mapInArrow(topics.map_topics(timeline, tables.route_map(route_rows), opts.consumers, opts.strategy),
+                          from_arrow_schema(topics.TOPIC_OUT)))
+    with temporary_conf(spark, {"spark.sql.execution.arrow.maxRecordsPerBatch": "10000"}):
+        judged = computed_once(judged)
+        cluster = (captures.where(readable).join(F.broadcast(rounds.select("round", "seq")), "round")
+                   .repartition(1).sortWithinPartitions("seq", "server")
+                   .mapInArrow(topics.map_cluster(timeline, opts.consumers, opts.strategy),
+                               from_arrow_schema(topics.DIVERGENCE)))
+        div = tables.divergence(judged.where(F.col("divergence").isNotNull()).select("divergence.*")
+                                .unionByName(cluster))
+        _write(div, out, "divergence", schemas, dates)
     # What every later step reads of the divergence: the topics that disagreed.
-    bad = tables.divergence(outcomes.where(F.col("topic").isNotNull() & ~F.col("agree")), None, rounds,
-                            opts.consumers).coalesce(1).persist(StorageLevel.MEMORY_AND_DISK)
+    bad = computed_once(_read(spark, out, "divergence", dates, schemas)
+                        .where((F.col("scope") == "topic") & ~F.col("agree")).coalesce(1))
     step("divergence")
 
-    # 3. windows, brokers, summary
     echo("windows, brokers, summary")
-    _write(tables.windows(bad, rounds), out, "windows", schemas, dates)
+    _write(tables.windows(judged.where(F.col("window").isNotNull()).select("window.*")), out, "windows", schemas,
+           dates)
     step("windows")
     pres = tables.presence(captures, rounds).persist(StorageLevel.MEMORY_AND_DISK)
     _write(tables.brokers(pres), out, "brokers", schemas, dates)
@@ -293,12 +308,15 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     step("brokers")
     wins = _read(spark, out, "windows", dates, schemas)
     events = _read(spark, out, "broker_events", dates, schemas)
-    _write(tables.summary(bad, wins, events, captures, rounds), out, "summary", schemas, dates)
+    sweep = judged.where(F.col("sweep").isNotNull()).select("sweep.*")
+    _write(tables.summary(tables.disagreeing(sweep, rounds), wins, events, captures, rounds), out, "summary",
+           schemas, dates)
     pres.unpersist()
     step("summary")
 
-    result.counts.update(rounds=seen["rounds"], captures=seen["captures"], inconsistent=bad.count(),
-                         windows=wins.count())
+    inconsistent = bad.agg(F.sum("rounds")).first()
+    result.counts.update(rounds=seen["rounds"], captures=seen["captures"],
+                         inconsistent=int((inconsistent and inconsistent[0]) or 0), windows=wins.count())
     step("counts")
     if opts.report and ("://" not in out or out.startswith("file:")):  # the page goes to a local OUT only
         from mqadmin.pipeline.report import write_report
@@ -308,7 +326,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
                   "summary": _read(spark, out, "summary", dates, schemas)}
         result.report = write_report(out, frames)
         step("report")
-    for df in (bad, rounds, captures, passed):
+    for df in (bad, rounds, captures, chained, judged, route_rows, facts):
         df.unpersist()
     return result
 

@@ -85,12 +85,17 @@ def collect_report_data(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
     summary, captures = frames["summary"], frames["captures"]
     # Per round, the inconsistent topics in all (server null) and per server outside the
     # majority, in one query: each topic counts once under null and once per server.
+    # A divergence row holds for its rounds: each counts at every round it covers.
     marks = F.explode(F.concat(F.array(F.lit(None).cast("string")), F.col("differing")))
-    counts = (div.where("scope = 'topic' and not agree").select("capture_ms", marks.alias("server"))
-              .groupBy("capture_ms", "server").count().collect())
-    rounds = captures.groupBy("round").agg(
-        F.min("capture_ms").alias("capture_ms"),
-        F.collect_set(F.when(~F.col("unreadable"), F.col("server"))).alias("servers")).collect()
+    per_round = captures.groupBy("round").agg(
+        F.min(F.when(~F.col("unreadable"), F.col("capture_ms"))).alias("capture_ms"),
+        F.collect_set(F.when(~F.col("unreadable"), F.col("server"))).alias("servers"))
+    times = F.broadcast(per_round.where(F.col("capture_ms").isNotNull()).select("capture_ms"))
+    held = (F.col("capture_ms") >= F.col("valid_from_ms")) & (
+        F.col("valid_to_ms").isNull() | (F.col("capture_ms") < F.col("valid_to_ms")))
+    counts = (div.where("scope = 'topic' and not agree").select("valid_from_ms", "valid_to_ms", marks.alias("server"))
+              .join(times, held).groupBy("capture_ms", "server").count().collect())
+    rounds = per_round.collect()
     servers = sorted({server for r in rounds for server in r["servers"]})
     bucket = F.lit(len(BUCKETS) - 1)
     for i, (bound, _) in reversed(list(enumerate(BUCKETS[:-1]))):

@@ -1,18 +1,18 @@
-"""The diff module applied to one round's rows: the Python half of the divergence table.
+"""The diff module applied to one topic's rows: the Python half of the divergence table.
 
-The round pass of the Spark job (per_round.py) rebuilds, for a (round, topic), the part
-of each server's view that concerns that topic (its route, from its routes rows; whether
-it is in the topic list; its ORDER_TOPIC_CONFIG entry) and calls
-``mqadmin.diff.diff_views`` on those views. A finding of ``diff_views`` over the whole
-views concerns one topic or none (cluster info, other KV namespaces, config), and
-restricting every view to one topic leaves exactly that topic's findings and impact: so
-the job's answer for a topic is by construction ``diff-namesrv``'s, which the parity
-test checks. Cluster-wide findings come from a second call per round over the cluster
-info and the other namespaces.
+The per-topic pass of the Spark job (topics.py) rebuilds, for a topic and a run of rounds
+in which nothing it reads changes, the part of each server's view that concerns that
+topic (its route, from its route's rows; whether it is in the topic list; its
+ORDER_TOPIC_CONFIG entry) and calls ``mqadmin.diff.diff_views`` on those views. A finding
+of ``diff_views`` over the whole views concerns one topic or none (cluster info, other KV
+namespaces, config), and restricting every view to one topic leaves exactly that topic's
+findings and impact: so the job's answer for a topic is by construction
+``diff-namesrv``'s, which the parity test checks. Cluster-wide findings come from a
+second call per round over the cluster info and the other namespaces.
 
-Calling ``diff_views`` for every (round, topic) would be wasted on the topics where every
-server holds the same route, list membership and KV value, where it finds nothing: the
-round pass compares those first and calls it for the others only.
+Calling ``diff_views`` where every server holds the same route, list membership and KV
+value would be wasted (it finds nothing): the per-topic pass compares those first and
+calls it for the others only.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ FINDING = pa.struct([
     ("kind", pa.string()), ("broker", pa.string()), ("subject", pa.string()),
     ("values", pa.list_(pa.struct([("server", pa.string()), ("value", pa.string())]))),
 ])
-#: What the round pass returns per topic that differs and per round (cluster-wide);
-#: tables.divergence adds the round's time and interval.
+#: The outcome of one comparison of a topic (or, topic null, of the cluster-wide parts);
+#: topics.py adds the rounds it holds for.
 OUTCOME = pa.schema([
     ("round", pa.int32()), ("topic", pa.string()), ("agree", pa.bool_()),
     ("differing", pa.list_(pa.string())), ("kinds", pa.list_(pa.string())), ("findings", pa.list_(FINDING)),
@@ -175,7 +175,8 @@ def outcome(round_no: int, topic: str | None, report: DiffReport, clusters: Iter
 
 
 def topic_outcome(group: Mapping[str, Any], consumers: int, strategy: str) -> dict[str, Any]:
-    """OUTCOME of one (round, topic) group: ``{round, topic, servers, rows}``."""
+    """OUTCOME of one topic's comparison: ``{round, topic, servers, rows}`` (``round``:
+    any round the comparison holds for; it is only passed through)."""
     topic = group["topic"]
     servers = sorted(group["servers"], key=lambda s: s["server"])
     views = topic_views(topic, servers, group["rows"])

@@ -60,8 +60,6 @@ def encode_capture(capture: Capture) -> bytes:
 
 def check_header(obj: Mapping[str, Any]) -> None:
     """Raise CaptureFormatError unless ``obj`` carries our schema and a version we read."""
-    if isinstance(obj.get("unreadable"), str) and obj.get("schema") == SCHEMA:
-        raise CaptureFormatError(obj["unreadable"])  # a v2 file the job could not rebuild (delta.unreadable_marker)
     if obj.get("schema") != SCHEMA:
         raise CaptureFormatError(f"not a route capture (schema {obj.get('schema')!r}, expected {SCHEMA!r})")
     version = obj.get("version")

@@ -1,4 +1,5 @@
-"""The analysis tables as DataFrame transformations (Spark SQL functions, no collect).
+"""The analysis tables as DataFrame transformations (Spark SQL functions; ``timeline``
+and ``route_map`` collect the small inputs of the per-topic pass).
 
 Each function takes DataFrames and returns one; job.py wires them, writes them and
 keeps the small ones cached. Conventions shared by every table (SCHEMA.md):
@@ -8,34 +9,27 @@ keeps the small ones cached. Conventions shared by every table (SCHEMA.md):
   time that round stands for (0 for the last one). Durations and "minutes" are sums of
   intervals, so a window's duration is the sum of the intervals of its rounds;
 * ``date`` (UTC) is the partition column: the date of ``capture_ms``, or of a
-  window's or an event's start.
+  window's or an event's start; interval rows (routes, divergence) are cut at midnight
+  and sit in the date of their rounds.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StructType
 
 from mqadmin.pipeline import broker_runs, rules
-
-OUTCOME_SPARK: StructType = from_arrow_schema(rules.OUTCOME)
+from mqadmin.pipeline.topics import Timeline
+from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
 
 
 def date_of(ms: str | Column) -> Column:
     col = F.col(ms) if isinstance(ms, str) else ms
     return F.to_date(F.timestamp_millis(col))
-
-
-def _empty(field: str) -> Column:
-    return F.lit(None).cast(OUTCOME_SPARK[field].dataType).alias(field)
-
-
-def _array_of(field: str) -> Column:
-    return F.expr(f"cast(array() as {OUTCOME_SPARK[field].dataType.simpleString()})").alias(field)
 
 
 # ------------------------------------------------------------------- rounds ----
@@ -62,28 +56,97 @@ def rounds(captures: DataFrame) -> DataFrame:
             .withColumn("date", date_of("capture_ms")))
 
 
+def captures(raw: DataFrame) -> DataFrame:
+    """The captures table from the chain pass's rows: an unreadable file takes the time of
+    its round when a readable file of the round gives one (so its row sits on the
+    round's date), else keeps its modification time (and makes no round: ``rounds``)."""
+    times = raw.where(~F.col("unreadable")).groupBy("round").agg(F.min("capture_ms").alias("round_ms"))
+    fixed = F.when(F.col("unreadable"), F.coalesce("round_ms", "capture_ms")).otherwise(F.col("capture_ms"))
+    return (raw.join(F.broadcast(times), "round", "left")
+            .select(*[fixed.alias(c) if c == "capture_ms" else F.col(c) for c in raw.columns])
+            .withColumn("date", date_of("capture_ms")))
+
+
+def timeline(captures_df: DataFrame, rounds_df: DataFrame) -> Timeline:
+    """The rounds in time order and who answered each (small: rounds x servers), for the
+    per-topic pass."""
+    has_order_ns = F.coalesce(F.array_contains(F.map_keys("kv"), ORDER_TOPIC_CONFIG), F.lit(False))
+    answers = (captures_df.where(F.col("ok") & ~F.col("unreadable"))
+               .select("round", "server", "has_topic_list", has_order_ns.alias("has_order_ns")))
+    per_round: dict[int, list[tuple[str, bool, bool]]] = {}
+    for r in answers.collect():
+        per_round.setdefault(r["round"], []).append((r["server"], bool(r["has_topic_list"]), bool(r["has_order_ns"])))
+    order = rounds_df.select("seq", "round", "capture_ms", "interval_ms").orderBy("seq").collect()
+    return Timeline([r["round"] for r in order], [r["capture_ms"] for r in order], [r["interval_ms"] for r in order],
+                    [tuple(sorted(per_round.get(r["round"], ()))) for r in order])
+
+
+# ------------------------------------------------------------------- routes ----
+
+
+def fact_intervals(facts: DataFrame, rounds_df: DataFrame) -> DataFrame:
+    """The chains' fact intervals (chains.FACT, bounds as rounds) as (server, topic,
+    from_seq, to_seq, facts...), joined where one continues the other: same facts, and
+    it starts at the round right after the other's last (intervals of one server never
+    span a round it did not answer), and cut at midnight."""
+    seqs = F.broadcast(rounds_df.select("round", "seq"))
+    f = (facts.join(seqs.select(F.col("round").alias("from_round"), F.col("seq").alias("from_seq")), "from_round")
+         .join(seqs.select(F.col("round").alias("to_round"), F.col("seq").alias("to_seq")), "to_round"))
+    # Cut at midnight: a row sits in the date of its rounds, so a run over some dates
+    # rewrites exactly their facts.
+    days = F.broadcast(rounds_df.groupBy("date").agg(F.min("seq").alias("day_first"), F.max("seq").alias("day_last")))
+    f = (f.join(days, (F.col("from_seq") <= F.col("day_last")) & (F.col("to_seq") >= F.col("day_first")))
+         .withColumn("from_seq", F.greatest("from_seq", "day_first")).withColumn("to_seq", F.least("to_seq", "day_last")))
+    w = Window.partitionBy("server", "topic", "date").orderBy("from_seq")
+    same = F.lag("to_seq").over(w) + 1 == F.col("from_seq")
+    for c in ("asked", "route_key", "listed", "order_conf_kv"):
+        same = same & F.lag(c).over(w).eqNullSafe(F.col(c))
+    grouped = f.withColumn("run", F.sum(F.when(same, 0).otherwise(1)).over(w.rowsBetween(Window.unboundedPreceding, 0)))
+    return grouped.groupBy("server", "topic", "date", "run").agg(
+        F.min("from_seq").alias("from_seq"), F.max("to_seq").alias("to_seq"),
+        *[F.first(c).alias(c) for c in ("asked", "route_key", "listed", "order_conf_kv")]).drop("run", "date")
+
+
+def routes(facts: DataFrame, route_rows: DataFrame, rounds_df: DataFrame) -> DataFrame:
+    """The routes table: a row per (server, topic, interval, broker) of the merged fact
+    intervals, with its route's flattened rows (chains.ROUTE, by raw route key)."""
+    r = rounds_df.select("seq", "round", "capture_ms")
+    start = F.broadcast(r.select(F.col("seq").alias("from_seq"), F.col("round").alias("from_round"),
+                                 F.col("capture_ms").alias("valid_from_ms")))
+    last = F.broadcast(r.select(F.col("seq").alias("to_seq"), F.col("round").alias("to_round")))
+    after = F.broadcast(r.select((F.col("seq") - 1).alias("to_seq"), F.col("capture_ms").alias("valid_to_ms")))
+    rows = (facts.join(start, "from_seq").join(last, "to_seq").join(after, "to_seq", "left")
+            .join(F.broadcast(route_rows), "route_key"))
+    head = ["date", "server", "topic", "valid_from_ms", "valid_to_ms", "valid_from", "valid_to", "from_round",
+            "to_round", "from_seq", "to_seq", "rounds", "asked", "has_route", "listed", "order_conf_kv"]
+    return (rows.withColumn("date", date_of("valid_from_ms"))
+            .withColumn("valid_from", F.timestamp_millis("valid_from_ms"))
+            .withColumn("valid_to", F.timestamp_millis("valid_to_ms"))
+            .withColumn("rounds", F.col("to_seq") - F.col("from_seq") + 1)
+            .select(*head, *[c for c in route_rows.columns if c not in head and c not in ("route_key",)]))
+
+
+def route_map(route_rows: DataFrame) -> dict[bytes, list[dict[str, Any]]]:
+    """raw route key -> its template rows in broker order (small: one row per broker of
+    each distinct route), for the per-topic pass to rebuild the views it compares."""
+    out: dict[bytes, list[dict[str, Any]]] = {}
+    for row in route_rows.toArrow().to_pylist():
+        out.setdefault(row.pop("route_key"), []).append(row)
+    for rows in out.values():
+        rows.sort(key=lambda r: r["broker_seq"])
+    return out
+
+
 # --------------------------------------------------------------- divergence ----
 
 
-def divergence(outcomes: DataFrame, agreed: DataFrame | None, rounds_df: DataFrame, consumers: int) -> DataFrame:
-    """The divergence table from the round pass (per_round.py): its OUTCOME rows (topic
-    null: the round's cluster-wide comparison) and, for the topics on which every server
-    agreed, a row built here. ``agreed``: (round, topic) rows; None: OUTCOME rows only."""
-    rows = outcomes
-    if agreed is not None:
-        rows = rows.unionByName(agreed.select(
-            F.col("round").cast("int"), "topic", F.lit(True).alias("agree"), _array_of("differing"),
-            _array_of("kinds"), _array_of("findings"), _array_of("brokers"), _array_of("clusters"),
-            F.lit(False).alias("affects_clients"), F.lit(0).alias("unassigned"), F.lit(0).alias("doubly_assigned"),
-            _array_of("unassigned_queues"), _array_of("doubly_assigned_queues"), F.lit(False).alias("key_hash_breaks"),
-            _empty("impact_json")))
-    r = F.broadcast(rounds_df.select("round", "capture_ms", "seq", "interval_ms", "date", "servers"))
-    return (rows.join(r, "round")
-            .withColumn("scope", F.when(F.col("topic").isNull(), "cluster").otherwise("topic"))
-            .withColumn("capture_time", F.timestamp_millis("capture_ms"))
-            .withColumn("consumers", F.lit(consumers))
-            .select("date", "round", "seq", "capture_ms", "capture_time", "interval_ms", "scope", "topic", "servers",
-                    *[c for c in OUTCOME_SPARK.fieldNames() if c not in ("round", "topic")], "consumers"))
+def divergence(rows: DataFrame) -> DataFrame:
+    """The divergence table from the per-topic and cluster passes' rows (topics.DIVERGENCE)."""
+    return (rows.withColumn("date", date_of("valid_from_ms"))
+            .withColumn("valid_from", F.timestamp_millis("valid_from_ms"))
+            .withColumn("valid_to", F.timestamp_millis("valid_to_ms"))
+            .select("date", "scope", "topic", "valid_from_ms", "valid_to_ms", "valid_from", "valid_to",
+                    *[c for c in rows.columns if c not in ("scope", "topic", "valid_from_ms", "valid_to_ms")]))
 
 
 # ------------------------------------------------------------------ windows ----
@@ -97,106 +160,15 @@ def cause_of(kinds: Column) -> Column:
     return expr
 
 
-def _union_of(col: str) -> Column:
-    return F.array_sort(F.array_distinct(F.flatten(F.collect_list(col)))).alias(col)
-
-
-def silences(answered: DataFrame, rounds_df: DataFrame) -> DataFrame:
-    """(server, from_seq, to_seq): maximal runs of rounds in which a server that answered
-    some round gave nothing. ``answered``: (seq, server) for every answer that counts."""
-    servers = answered.select("server").distinct()
-    missing = (rounds_df.select("seq").crossJoin(servers)
-               .join(answered.select("seq", "server"), ["seq", "server"], "left_anti"))
-    island = F.col("seq") - F.row_number().over(Window.partitionBy("server").orderBy("seq"))
-    return (missing.withColumn("island", island).groupBy("server", "island")
-            .agg(F.min("seq").alias("from_seq"), F.max("seq").alias("to_seq")).drop("island"))
-
-
-def bridged(gaps: DataFrame, silent: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """The ``keys`` of the ``gaps`` that only silence explains.
-
-    A gap is a run of rounds (``gap_from`` to ``gap_to``) in which the servers agreed,
-    between two in which they did not; ``side_a`` and ``side_b`` are the two sides of
-    the disagreement just before it. When every server of one side said nothing for the
-    whole gap, the others agreeing says nothing about whether it ended: the gap is
-    bridged. (Had one server of that side answered, the agreement would be real.)
-
-    This is mqadmin.diff.rules.silent_side in Spark SQL (over the two sides, differing
-    and majority, where the rule takes every group): the parity test
-    (tests/pipeline/test_rule_parity.py) holds it to the watcher's windows."""
-    sides = F.array(F.struct(F.lit(0).alias("side"), F.col("side_a").alias("members")),
-                    F.struct(F.lit(1).alias("side"), F.col("side_b").alias("members")))
-    members = (gaps.select(*keys, "gap_from", "gap_to", F.explode(sides).alias("s"))
-               .select(*keys, "gap_from", "gap_to", "s.side", F.explode("s.members").alias("server")))
-    q = F.broadcast(silent).alias("q")
-    covered = (members.alias("g").join(q, (F.col("g.server") == F.col("q.server"))
-                                       & (F.col("q.from_seq") <= F.col("g.gap_from"))
-                                       & (F.col("q.to_seq") >= F.col("g.gap_to")), "left")
-               .select(*[F.col(f"g.{k}") for k in keys], "g.side", F.col("q.server").isNotNull().alias("covered")))
-    return (covered.groupBy(*keys, "side").agg(F.bool_and("covered").alias("silent"))
-            .where("silent").select(*keys).distinct())
-
-
-def windows(div: DataFrame, rounds_df: DataFrame) -> DataFrame:
-    """Maximal runs of rounds in which a topic's servers disagree, bridging the rounds in
-    which they seemed to agree only because one side of the disagreement was silent
-    (a name server down or unreachable: ``bridged``)."""
-    bad = div.where((F.col("scope") == "topic") & ~F.col("agree"))
-    run = Window.partitionBy("topic").orderBy("seq")
-    impacted = (F.col("unassigned") + F.col("doubly_assigned")) > 0
-    # 1. islands: runs of consecutive disagreeing rounds
-    islands = (bad.withColumn("island", F.col("seq") - F.row_number().over(run))
-               .groupBy("topic", "island").agg(
-                   F.min("seq").alias("start_seq"), F.min("capture_ms").alias("start_ms"),
-                   F.max("seq").alias("last_seq"), F.max("capture_ms").alias("last_ms"), F.count("*").alias("rounds"),
-                   F.max_by("differing", "seq").alias("last_differing"),
-                   F.max_by(F.array_except("servers", "differing"), "seq").alias("last_majority"),
-                   _union_of("differing"), _union_of("kinds"), _union_of("brokers"), _union_of("clusters"),
-                   F.max("unassigned").alias("max_unassigned"), F.max("doubly_assigned").alias("max_doubly_assigned"),
-                   F.sum(F.col("unassigned") * F.col("interval_ms")).alias("unassigned_ms"),
-                   F.sum(F.col("doubly_assigned") * F.col("interval_ms")).alias("doubly_ms"),
-                   F.sum(F.when(impacted, F.col("consumers") * F.col("interval_ms")).otherwise(0)).alias("consumer_ms"),
-                   F.bool_or("key_hash_breaks").alias("key_hash_breaks")))
-    nxt = F.broadcast(rounds_df.select((F.col("seq") - 1).alias("last_seq"), F.col("capture_ms").alias("next_ms")))
-    order = Window.partitionBy("topic").orderBy("start_seq")
-    islands = islands.join(nxt, "last_seq", "left").select(
-        "*", F.lag("last_seq").over(order).alias("prev_last_seq"),
-        F.lag("next_ms").over(order).alias("gap_start_ms"),
-        F.lag("last_differing").over(order).alias("side_a"), F.lag("last_majority").over(order).alias("side_b"))
-    # 2. islands that continue the one before them across a gap only silence explains
-    gaps = islands.where(F.col("prev_last_seq").isNotNull()).select(
-        "topic", "start_seq", (F.col("prev_last_seq") + 1).alias("gap_from"), (F.col("start_seq") - 1).alias("gap_to"),
-        "side_a", "side_b")
-    silent = silences(rounds_df.select("seq", F.explode("servers").alias("server")), rounds_df)
-    joined = bridged(gaps, silent, ["topic", "start_seq"]).withColumn("bridged", F.lit(True))
-    islands = islands.join(joined, ["topic", "start_seq"], "left").withColumn(
-        "bridged", F.coalesce("bridged", F.lit(False)))
-    starts = F.sum(F.when(F.col("bridged"), 0).otherwise(1)).over(order.rowsBetween(Window.unboundedPreceding, 0))
-    unknown = F.when(F.col("bridged"), F.struct(F.col("gap_start_ms").alias("start_ms"),
-                                                  F.col("start_ms").alias("end_ms")))
-    # 3. windows: the islands merged
-    grouped = islands.withColumn("window", starts).groupBy("topic", "window").agg(
-        F.min("start_ms").alias("start_ms"), F.max("last_ms").alias("last_ms"),
-        F.max_by("next_ms", "last_seq").alias("next_ms"), F.sum("rounds").alias("rounds"),
-        _union_of("differing"), _union_of("kinds"), _union_of("brokers"), _union_of("clusters"),
-        F.max("max_unassigned").alias("max_unassigned"), F.max("max_doubly_assigned").alias("max_doubly_assigned"),
-        (F.sum("unassigned_ms") / 60000).alias("unassigned_queue_minutes"),
-        (F.sum("doubly_ms") / 60000).alias("doubly_assigned_queue_minutes"),
-        (F.sum("consumer_ms") / 60000).alias("affected_consumer_minutes"),
-        F.bool_or("key_hash_breaks").alias("key_hash_breaks"),
-        F.array_sort(F.collect_list(unknown)).alias("unknown_spans"))
-    end = F.coalesce(F.col("next_ms"), F.col("last_ms"))
-    unknown_s = F.aggregate("unknown_spans", F.lit(0).cast("bigint"),
-                            lambda acc, s: acc + s["end_ms"] - s["start_ms"]) / 1000
-    return grouped.select(
-        date_of("start_ms").alias("date"), "topic", "start_ms", end.alias("end_ms"),
-        F.timestamp_millis("start_ms").alias("start"), F.timestamp_millis(end).alias("end"),
-        ((end - F.col("start_ms")) / 1000).alias("duration_s"), F.col("next_ms").isNull().alias("open"),
-        "rounds", unknown_s.alias("unknown_s"), "unknown_spans",
-        F.col("differing").alias("servers"), cause_of(F.col("kinds")).alias("cause"), "kinds", "brokers",
-        "clusters", "max_unassigned", "max_doubly_assigned", "unassigned_queue_minutes",
-        "doubly_assigned_queue_minutes", "affected_consumer_minutes", "key_hash_breaks",
-    )
+def windows(rows: DataFrame) -> DataFrame:
+    """The windows table from the per-topic pass's rows (topics.WINDOW): its date, times
+    and cause."""
+    return rows.select(
+        date_of("start_ms").alias("date"), "topic", "start_ms", "end_ms", F.timestamp_millis("start_ms").alias("start"),
+        F.timestamp_millis("end_ms").alias("end"), "duration_s", "open", "rounds", "unknown_s", "unknown_spans",
+        "servers", cause_of(F.col("kinds")).alias("cause"), "kinds", "brokers", "clusters", "max_unassigned",
+        "max_doubly_assigned", "unassigned_queue_minutes", "doubly_assigned_queue_minutes",
+        "affected_consumer_minutes", "key_hash_breaks")
 
 
 # ------------------------------------------------------------------ brokers ----
@@ -260,20 +232,26 @@ def broker_events(pres: DataFrame, rounds_df: DataFrame) -> DataFrame:
 # ------------------------------------------------------------------ summary ----
 
 
-def summary(div: DataFrame, wins: DataFrame, events: DataFrame, captures: DataFrame, rounds_df: DataFrame
+def disagreeing(sweep: DataFrame, rounds_df: DataFrame) -> DataFrame:
+    """(round, cluster, bad_topics, unassigned, doubly, consumers_hit) for every round and
+    cluster with a disagreeing topic: the per-topic pass's sweep (topics.SWEEP) summed up
+    over a (cluster, round) grid, which is small (rounds x clusters)."""
+    changes = sweep.groupBy("cluster", "seq").agg(*[F.sum(c).alias(c) for c in
+                                                    ("topics", "unassigned", "doubly", "consumers_hit")])
+    grid = (rounds_df.select("seq", "round").crossJoin(changes.select("cluster").distinct())
+            .join(changes, ["cluster", "seq"], "left"))
+    upto = Window.partitionBy("cluster").orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
+    running = grid.select("round", "cluster", *[F.sum(F.coalesce(c, F.lit(0))).over(upto).alias(n) for c, n in
+                                                (("topics", "bad_topics"), ("unassigned", "unassigned"),
+                                                 ("doubly", "doubly"), ("consumers_hit", "consumers_hit"))])
+    return running.where(F.col("bad_topics") > 0)
+
+
+def summary(per_rc: DataFrame, wins: DataFrame, events: DataFrame, captures: DataFrame, rounds_df: DataFrame
             ) -> DataFrame:
     """Per (date, cluster): how much of the time every topic of the cluster agreed, the
-    worst windows, and queue and consumer minutes affected."""
+    worst windows, and queue and consumer minutes affected. ``per_rc``: ``disagreeing``."""
     no_cluster = F.lit("-")
-    bad = (div.where((F.col("scope") == "topic") & ~F.col("agree"))
-           .select("round", "topic", "unassigned", "doubly_assigned", "consumers",
-                   F.explode(F.when(F.size("clusters") > 0, F.col("clusters")).otherwise(F.array(no_cluster)))
-                   .alias("cluster")))
-    impacted = (F.col("unassigned") + F.col("doubly_assigned")) > 0
-    per_rc = bad.groupBy("round", "cluster").agg(
-        F.count("*").alias("bad_topics"), F.sum("unassigned").alias("unassigned"),
-        F.sum("doubly_assigned").alias("doubly"),
-        F.sum(F.when(impacted, F.col("consumers")).otherwise(0)).alias("consumers_hit"))
     known = (captures.where(F.col("ok") & F.col("has_cluster_info"))
              .select("round", F.explode("cluster_brokers.cluster").alias("cluster")))
     rc = known.unionByName(per_rc.select("round", "cluster")).distinct()

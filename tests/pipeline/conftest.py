@@ -4,7 +4,7 @@ is active), and the helpers that write capture histories by hand."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import pytest
 
@@ -97,3 +97,86 @@ def hand_history(spark: object, tmp_path_factory: pytest.TempPathFactory) -> dic
     times = write_history(base / "captures", rounds)
     result = run(spark, JobOptions(str(base / "captures"), str(base / "out"), consumers=2))  # type: ignore[arg-type]
     return {"rounds": rounds, "times": times, "out": base / "out", "result": result}
+
+
+def at_rounds(spark: object, out: Path, name: str) -> object:
+    """An interval table (``routes``, ``divergence``) read back with one row per round
+    each row holds for: its columns plus that round's ``round``, ``seq``, ``capture_ms``
+    and ``interval_ms`` (as the per-round tables had them)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    read = spark.read  # type: ignore[attr-defined]
+    captures = read.parquet(str(out / "captures")).where("not unreadable")
+    order = Window.orderBy("capture_ms", "round")
+    rounds = (captures.groupBy("round").agg(F.min("capture_ms").alias("capture_ms"))
+              .withColumn("seq", F.row_number().over(order))
+              .withColumn("interval_ms", F.coalesce(F.lead("capture_ms").over(order) - F.col("capture_ms"), F.lit(0))))
+    table = read.parquet(str(out / name)).drop("rounds", "interval_ms")
+    return (table.withColumn("seq", F.explode(F.sequence("from_seq", "to_seq"))).join(rounds, "seq"))
+
+
+# --------------------------------------------- the passes without Spark, for unit tests ----
+
+
+def chain_pass(files: Sequence[tuple[str, bytes]], from_ms: int | None = None, to_ms: int | None = None,
+               mtime_ms: int = T0) -> dict[str, list[dict[str, Any]]]:
+    """chains.map_chains over v1 files (each a chain of its own): its rows by kind
+    (``capture``, ``fact``, ``route``)."""
+    import pyarrow as pa
+
+    from mqadmin.pipeline.chains import map_chains
+
+    batch = pa.RecordBatch.from_pydict({
+        "path": [p for p, _ in files], "modificationTime": pa.array([mtime_ms * 1000] * len(files), pa.timestamp("us")),
+        "content": pa.array([c for _, c in files], pa.binary())})
+    out: dict[str, list[dict[str, Any]]] = {"capture": [], "fact": [], "route": []}
+    for b in map_chains(from_ms, to_ms)([batch]):
+        for row in b.to_pylist():
+            for kind, value in row.items():
+                if value is not None:
+                    out[kind].append(value)
+    return out
+
+
+def routes_rows(view: ServerView, round_no: int = 0) -> list[dict[str, Any]]:
+    """The routes rows (fact joined with its route's rows, chains.py) of one capture of
+    ``view``, in the order of its facts."""
+    from mqadmin.pipeline.capture import encode_capture
+
+    out = chain_pass([(f"/d/{round_no:06d}/f.msgpack", encode_capture(capture_of(view, captured_ms=T0,
+                                                                                  round=round_no)))])
+    by_key: dict[bytes, list[dict[str, Any]]] = {}
+    for r in out["route"]:
+        by_key.setdefault(r.pop("route_key"), []).append(r)
+    return [fact | r for fact in out["fact"] for r in sorted(by_key[fact["route_key"]], key=lambda r: r["broker_seq"])]
+
+
+def judge_round(views: Sequence[ServerView], round_no: int = 0
+                ) -> tuple[list[dict[str, Any]], dict[str | None, dict[str, Any]]]:
+    """One round's captures rows and its outcome per topic (None: cluster-wide), as the
+    chain pass and the per-topic pass give them (a timeline of that round alone)."""
+    from mqadmin.pipeline import rules
+    from mqadmin.pipeline.capture import encode_capture
+    from mqadmin.pipeline.topics import Interval, Timeline, TopicJudge
+
+    out = chain_pass([(f"/d/{round_no:06d}/{v.addr.replace(':', '_')}.msgpack",
+                       encode_capture(capture_of(v, captured_ms=T0, round=round_no))) for v in views])
+    captures = sorted(out["capture"], key=lambda c: c["server"])
+    answering = tuple((c["server"], c["has_topic_list"], any(ns == "ORDER_TOPIC_CONFIG" for ns, _ in c["kv"] or ()))
+                      for c in captures if c["ok"] and not c["unreadable"])
+    routes: dict[bytes, list[dict[str, Any]]] = {}
+    for r in out["route"]:
+        routes.setdefault(r.pop("route_key"), []).append(r)
+    judge = TopicJudge(Timeline([round_no], [T0], [0], [answering]), routes, 2, "averagely")
+    intervals: dict[str, list[Interval]] = {}
+    for f in out["fact"]:
+        intervals.setdefault(f["topic"], []).append(Interval(f["server"], 1, 1, f["asked"], f["route_key"],
+                                                             f["listed"], f["order_conf_kv"]))
+    outcomes: dict[str | None, dict[str, Any]] = {}
+    for topic, mine in intervals.items():
+        (segment,) = judge.segments(topic, mine)
+        outcomes[topic] = segment.outcome
+    outcomes[None] = rules.cluster_outcome({"round": round_no, "captures": [c for c in captures
+                                                                            if not c["unreadable"]]}, 2, "averagely")
+    return captures, outcomes

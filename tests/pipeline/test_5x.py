@@ -12,11 +12,11 @@ import msgpack
 import pytest
 
 from mqadmin.diff import Kind, ServerView, canonical_route, content_hash, diff_views
-from mqadmin.pipeline import flatten, per_round, rules
+from mqadmin.pipeline import flatten, rules
 from mqadmin.pipeline.schema import capture_of, decode_capture, encode_capture
 from nameserver.protocol.bodies import BrokerData, ClusterInfo, TopicQueueMappingInfo, TopicRouteData
 from tests.diff.views import CLUSTER, bd, qd
-from tests.pipeline.conftest import A, B, C, MINUTE, T0, write_history
+from tests.pipeline.conftest import A, B, C, MINUTE, T0, at_rounds, chain_pass, judge_round, routes_rows, write_history
 from tests.pipeline.test_job import assert_divergence_is_diff_views
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -87,10 +87,7 @@ def rounds5() -> list[list[ServerView]]:
 
 
 def _rows(v: ServerView) -> list[dict[str, Any]]:
-    parsed = flatten.parse(encode_capture(capture_of(v, captured_ms=T0, round=0)))
-    batch = flatten.routes_batch(parsed, flatten.Templates())
-    assert batch is not None and batch.schema == flatten.ROUTES
-    return batch.to_pylist()
+    return routes_rows(v)
 
 
 def test_capture_with_5x_fields_round_trips() -> None:
@@ -127,11 +124,10 @@ def test_capture_written_before_5x_reads_as_absent() -> None:
     (b,) = route.broker_datas
     assert (b.enable_acting_master, b.zone_name, route.topic_queue_mapping_by_broker) == (None, None, None)
     assert v.cluster_info.broker_addr_table["broker-a"].zone_name is None
-    batch = flatten.routes_batch(flatten.parse(data), flatten.Templates())
-    assert batch is not None
-    (row,) = batch.to_pylist()
-    assert [row[c] for c in NEW_COLUMNS] == [None, None, None]
-    capture = flatten.capture_row(flatten.parse(data), "/d/000000/f.msgpack", flatten.Templates())
+    out = chain_pass([("/d/000000/f.msgpack", data)])
+    (route,) = out["route"][1:]  # after the "no route" template every reader starts with
+    assert [route[c] for c in NEW_COLUMNS] == [None, None, None]
+    (capture,) = out["capture"]
     assert capture["cluster_brokers"][0]["enable_acting_master"] is None
     assert capture["cluster_brokers"][0]["zone_name"] is None
     # Written today, the same 4.x view is byte for byte the old file.
@@ -168,17 +164,14 @@ def test_4x_routes_rows_have_null_5x_columns() -> None:
     rows = _rows(view(A, ODD_ROUTES))
     assert len(rows) == 12
     assert {(c, r[c]) for r in rows for c in NEW_COLUMNS} == {(c, None) for c in NEW_COLUMNS}
-    assert flatten.ROUTES.names[-3:] == list(NEW_COLUMNS)  # appended: the 4.x columns keep their places
+    assert flatten.TEMPLATE.names[-3:] == list(NEW_COLUMNS)  # appended: the 4.x columns keep their places
 
 
 @pytest.mark.parametrize("round_no", range(7))
 def test_round_batch_finds_what_diff_views_finds(round_no: int) -> None:
-    """The round pass without Spark, every round of the 5.x history."""
+    """The chain and per-topic passes without Spark, every round of the 5.x history."""
     views = rounds5()[round_no]
-    files = [(f"/d/{round_no:06d}/{v.addr}.msgpack", T0,
-              flatten.parse(encode_capture(capture_of(v, captured_ms=T0, round=round_no)))) for v in views]
-    rows = per_round.round_batch(files, 2, "averagely", flatten.Templates()).to_pylist()
-    outcomes = {r["outcome"]["topic"]: r["outcome"] for r in rows if r["outcome"]}
+    _, outcomes = judge_round(views, round_no)
     report = diff_views(sorted(views, key=lambda v: v.addr), consumers=2)
     found = [(topic, f["kind"], f["broker"], tuple((v["server"], v["value"]) for v in f["values"]))
              for topic, row in outcomes.items() for f in row["findings"]]
@@ -214,7 +207,7 @@ def _table(spark: Any, hist: dict[str, Any], name: str) -> list[dict[str, Any]]:
 
 
 def test_job_divergence_equals_diff_views_on_5x_fields(spark: Any, history5: dict[str, Any]) -> None:
-    rows = _table(spark, history5, "divergence")
+    rows = [r.asDict(recursive=True) for r in at_rounds(spark, history5["out"], "divergence").collect()]
     assert_divergence_is_diff_views(rows, history5["rounds"])
     found = {(r["round"], r["topic"]): r["kinds"] for r in rows if not r["agree"]}
     assert found == {
@@ -241,7 +234,7 @@ def test_job_windows_of_5x_differences(spark: Any, history5: dict[str, Any]) -> 
 
 
 def test_job_routes_table_has_the_5x_columns(spark: Any, history5: dict[str, Any]) -> None:
-    routes = spark.read.parquet(str(history5["out"] / "routes"))
+    routes = at_rounds(spark, history5["out"], "routes")
     rows = routes.where(f"round = 4 and server = '{C}' and topic = 'static_t'").orderBy("broker_seq").collect()
     assert [(r["broker"], r["enable_acting_master"], r["zone_name"]) for r in rows] == [
         ("broker-a", True, "zoneA"), ("broker-b", None, "zoneB")]

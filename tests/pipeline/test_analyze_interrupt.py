@@ -24,7 +24,7 @@ def test_ctrl_c_stops_analyze_with_one_line(tmp_path: Path) -> None:
                                 start_new_session=True, env=os.environ | {"SPARK_LOCAL_IP": "127.0.0.1"})
         try:
             deadline = time.monotonic() + 240
-            while "analyze: ingest: flattening routes" not in err.read_text():
+            while "analyze: routes: fact intervals" not in err.read_text():
                 assert proc.poll() is None and time.monotonic() < deadline, err.read_text()
                 time.sleep(0.2)
             os.killpg(proc.pid, signal.SIGINT)
@@ -33,7 +33,7 @@ def test_ctrl_c_stops_analyze_with_one_line(tmp_path: Path) -> None:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
     text = err.read_text()
-    tail = text[text.index("analyze: ingest: flattening routes"):]
+    tail = text[text.index("analyze: routes: fact intervals"):]
     assert "analyze: interrupted: cancelling the Spark jobs" in tail
     assert tail.rstrip().endswith("may mix this run and an earlier one: run analyze again")
     assert "Traceback" not in tail and "py4j" not in tail.lower(), tail

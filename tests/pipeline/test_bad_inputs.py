@@ -5,7 +5,6 @@ the rounds."""
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +12,9 @@ import msgpack
 import pyarrow as pa
 import pytest
 
-from mqadmin.pipeline import flatten, per_round
 from mqadmin.pipeline.schema import capture_of, encode_capture, in_round_directory
 from tests.diff.views import route, view
-from tests.pipeline.conftest import A, B, C, MINUTE, T0, write_history
+from tests.pipeline.conftest import A, B, C, MINUTE, T0, at_rounds, chain_pass, write_history
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 
@@ -67,45 +65,32 @@ BAD_VIEWS = {
 
 
 @pytest.mark.parametrize(("fields", "reason"), BAD_VIEWS.values(), ids=BAD_VIEWS.keys())
-def test_malformed_view_is_unreadable_in_both_passes(fields: dict[str, Any], reason: str) -> None:
-    """The file is an unreadable captures row naming what was wrong, has no routes rows,
-    and its round's readable files are compared without it."""
+def test_malformed_view_is_unreadable(fields: dict[str, Any], reason: str) -> None:
+    """The file is an unreadable captures row naming what was wrong and has no facts;
+    the round's readable files are read without it (its round time and the comparison
+    without it: test_malformed_view_is_listed_and_the_run_goes_on)."""
     bad = ("/d/000001/10.0.0.3_9876.msgpack", _capture(C, **fields))
     good = [(f"/d/000001/{a.replace(':', '_')}.msgpack", _capture(a)) for a in (A, B)]
-    with pytest.raises(flatten.CaptureFormatError, match="^" + re.escape("unreadable capture: " + reason)):
-        flatten.check_parsed(flatten.parse(bad[1]), flatten.Templates())
-    batch = _batch([good[0], bad, good[1]])
-    routes = list(flatten.map_routes(None, None)([batch]))
-    assert {r for b in routes for r in b.column("server").to_pylist()} == {A, B}
-    out = list(per_round.map_rounds(None, None, 2, "averagely")([batch]))
-    rows = [r for b in out for r in b.to_pylist()]
-    captures = {r["capture"]["server"]: r["capture"] for r in rows if r["capture"]}
+    out = chain_pass([good[0], bad, good[1]], mtime_ms=T0 + 5 * DAY_MS)
+    assert {f["server"] for f in out["fact"]} == {A, B}
+    captures = {r["server"]: r for r in out["capture"]}
     assert (captures[C]["unreadable"], captures[C]["round"], captures[C]["ok"]) == (True, 1, False)
     assert captures[C]["error"].startswith("unreadable capture: " + reason)
-    # Its round's time, not its modification time: the row sits on the round's date.
-    assert captures[C]["capture_ms"] == T0 + MINUTE
-    # A and B agree: the bad file was not compared (it would differ on every field).
-    (cluster,) = [r["outcome"] for r in rows if r["outcome"]]
-    assert (cluster["topic"], cluster["agree"]) == (None, True)
-    assert [r["agreed"]["topics"] for r in rows if r["agreed"]] == [["t"]]
+    assert not captures[A]["unreadable"] and not captures[B]["unreadable"]
 
 
 def test_error_that_is_not_a_string_is_unreadable() -> None:
     obj = msgpack.unpackb(_capture(), strict_map_key=False)
     obj["error"] = 5
-    with pytest.raises(flatten.CaptureFormatError, match="^unreadable capture: capture field 'error' is not a string"):
-        flatten.check_parsed(flatten.parse(msgpack.packb(obj)), flatten.Templates())
+    (row,) = chain_pass([("/d/000001/10.0.0.1_9876.msgpack", msgpack.packb(obj))])["capture"]
+    assert row["unreadable"] and row["error"].startswith("unreadable capture: capture field 'error' is not a string")
 
 
 def test_a_bad_route_does_not_poison_the_template_cache() -> None:
-    templates = flatten.Templates()
-    bad = flatten.parse(_capture(topics={"t": {"queueDatas": [{"brokerName": "a", "perm": 2 ** 40}]}}))
-    with pytest.raises(flatten.CaptureFormatError):
-        flatten.check_parsed(bad, templates)
-    good = flatten.parse(_capture())
-    flatten.check_parsed(good, templates)
-    batch = flatten.routes_batch(good, templates)
-    assert batch is not None and batch.column("perm").to_pylist() == [6]
+    bad = _capture(topics={"t": {"queueDatas": [{"brokerName": "a", "perm": 2 ** 40}]}})
+    out = chain_pass([("/d/000001/10.0.0.1_9876.msgpack", bad), ("/d/000001/10.0.0.2_9876.msgpack", _capture(B))])
+    assert [c["unreadable"] for c in out["capture"]] == [True, False]
+    assert [r["perm"] for r in out["route"] if r["has_route"]] == [6]
 
 
 @pytest.mark.parametrize("path", ["/d/notes/10.0.0.1_9876.msgpack", "/d/10.0.0.1_9876.msgpack",
@@ -113,15 +98,16 @@ def test_a_bad_route_does_not_poison_the_template_cache() -> None:
                          ids=["named-directory", "top-level", "no-directory", "below-a-round"])
 def test_files_outside_round_directories_are_ignored(path: str) -> None:
     for content in (_capture(), b"garbage"):
-        assert list(flatten.parse_files([_batch([(path, content)])], None, None, with_captures=True)) == []
+        out = chain_pass([(path, content)])
+        assert (out["capture"], out["fact"]) == ([], [])
     assert in_round_directory("file:/d/000001/10.0.0.1_9876.msgpack")
 
 
-def test_an_unreadable_round_keeps_its_mtime_and_makes_no_round() -> None:
-    files: list[tuple[str, int | None, flatten.Parsed | str]] = [
-        ("/d/000002/10.0.0.1_9876.msgpack", T0 + DAY_MS, "unreadable capture: truncated")]
-    rows = per_round.round_batch(files, 2, "averagely", flatten.Templates()).to_pylist()
-    assert [(r["capture"]["round"], r["capture"]["capture_ms"]) for r in rows] == [(2, T0 + DAY_MS)]
+def test_an_unreadable_file_keeps_its_mtime() -> None:
+    """In the chain pass; tables.captures gives it its round's time when the round has
+    a readable file (test_malformed_view_is_listed_and_the_run_goes_on)."""
+    out = chain_pass([("/d/000002/10.0.0.1_9876.msgpack", b"\x85garbage")], mtime_ms=T0 + DAY_MS)
+    assert [(r["round"], r["capture_ms"], r["unreadable"]) for r in out["capture"]] == [(2, T0 + DAY_MS, True)]
 
 
 # ---------------------------------------------------------------- with Spark ----
@@ -143,9 +129,9 @@ def test_malformed_view_is_listed_and_the_run_goes_on(spark: Any, tmp_path: Path
     (row,) = spark.read.parquet(str(out / "captures")).where("unreadable").collect()
     assert (row["round"], row["server"], row["capture_ms"]) == (1, C, T0 + MINUTE)
     assert row["error"] == "unreadable capture: route of topic 'order_topic' is not a map"
-    routes = spark.read.parquet(str(out / "routes")).where("round = 1").select("server").distinct().collect()
+    routes = at_rounds(spark, out, "routes").where("round = 1").select("server").distinct().collect()
     assert sorted(r["server"] for r in routes) == [A, B]
-    (cluster,) = spark.read.parquet(str(out / "divergence")).where("round = 1 and scope = 'cluster'").collect()
+    (cluster,) = at_rounds(spark, out, "divergence").where("round = 1 and scope = 'cluster'").collect()
     assert (cluster["servers"], cluster["agree"]) == ([A, B], True)
 
 
@@ -175,7 +161,7 @@ def test_stray_and_unreadable_files_make_no_round(spark: Any, tmp_path: Path) ->
     assert result.dates == ["2026-01-01"]  # not the garbage file's date
     (bad,) = spark.read.parquet(str(out / "captures")).where("unreadable").collect()
     assert (bad["round"], bad["capture_ms"], str(bad["date"])) == (4, later, "2026-01-04")
-    div = spark.read.parquet(str(out / "divergence")).where("scope = 'cluster'").collect()
+    div = at_rounds(spark, out, "divergence").where("scope = 'cluster'").collect()
     assert sorted((r["round"], r["interval_ms"]) for r in div) == [(0, every), (1, every), (2, every), (3, 0)]
     (window,) = spark.read.parquet(str(out / "windows")).collect()
     assert (window["start_ms"], window["end_ms"], window["duration_s"], window["open"], window["rounds"]) == (

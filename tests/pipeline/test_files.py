@@ -17,7 +17,7 @@ from mqadmin.pipeline.schema import (
 )
 from nameserver.protocol.bodies import BrokerData, QueueData, TopicRouteData
 from tests.diff.views import route, view, wiped, with_addrs
-from tests.pipeline.conftest import T0
+from tests.pipeline.conftest import T0, chain_pass, judge_round, routes_rows
 
 ODD_ROUTES = {
     "orders": route("broker-a", "broker-b"),
@@ -84,10 +84,7 @@ def test_atomic_write_names_and_rounds(tmp_path: Path) -> None:
 
 
 def _rows(v: ServerView, round_no: int = 0) -> list[dict]:
-    parsed = flatten.parse(encode_capture(capture_of(v, captured_ms=T0, round=round_no)))
-    batch = flatten.routes_batch(parsed, flatten.Templates())
-    assert batch is not None and batch.schema == flatten.ROUTES
-    return batch.to_pylist()
+    return routes_rows(v, round_no)
 
 
 def test_routes_rows_rebuild_every_route_exactly() -> None:
@@ -124,8 +121,7 @@ def test_route_hash_equal_exactly_when_canonical_routes_are() -> None:
 
 def test_capture_row_matches_the_diff_summary() -> None:
     v = view("10.0.0.1:9876", ODD_ROUTES, kv={"ORDER_TOPIC_CONFIG": {"ordered": "x"}, "NS": {"k": "v"}})
-    parsed = flatten.parse(encode_capture(capture_of(v, captured_ms=T0, round=3)))
-    row = flatten.capture_row(parsed, "/d/000003/f.msgpack", flatten.Templates())
+    (row,) = chain_pass([("/d/000003/f.msgpack", encode_capture(capture_of(v, captured_ms=T0, round=3)))])["capture"]
     assert row["content_hash"] == content_hash(v)
     assert (row["round"], row["ok"], row["routes_asked"], row["routes_present"]) == (3, True, 9, 8)
     assert [b["broker"] for b in row["cluster_brokers"]] == ["broker-a", "broker-b"]
@@ -134,31 +130,27 @@ def test_capture_row_matches_the_diff_summary() -> None:
 
 
 def test_failed_server_has_no_route_rows() -> None:
-    parsed = flatten.parse(encode_capture(capture_of(ServerView("A", error="refused"), captured_ms=T0, round=0)))
-    assert flatten.routes_batch(parsed, flatten.Templates()) is None
+    out = chain_pass([("/d/000000/f.msgpack", encode_capture(capture_of(ServerView("A", error="refused"),
+                                                                      captured_ms=T0, round=0)))])
+    assert (out["fact"], [c["ok"] for c in out["capture"]]) == ([], [False])
 
 
 @pytest.mark.parametrize("round_no", [0, 3, 6, 7], ids=["agreeing", "lost-broker", "mixed", "one-down"])
-def test_round_batch_splits_topics_and_hashes_like_the_diff(round_no: int) -> None:
-    """The round pass without Spark: every topic is either agreeing or has an outcome
-    whose findings are diff_views', and each file's content hash is the diff's."""
+def test_one_round_judged_like_the_diff(round_no: int) -> None:
+    """The chain and per-topic passes without Spark: every topic agrees or has the
+    findings of diff_views, and each file's content hash is the diff's."""
     from mqadmin.diff import diff_views
-    from mqadmin.pipeline import per_round
     from tests.pipeline.conftest import hand_rounds
 
     views = hand_rounds()[round_no]
-    files = [(f"/d/{round_no:06d}/{v.addr}.msgpack", T0,
-              flatten.parse(encode_capture(capture_of(v, captured_ms=T0, round=round_no)))) for v in views]
-    rows = per_round.round_batch(files, 2, "averagely", flatten.Templates()).to_pylist()
-    hashes = {r["capture"]["server"]: r["capture"]["content_hash"] for r in rows if r["capture"]}
-    assert hashes == {v.addr: content_hash(v) if v.ok else None for v in views}
-    agreed = [t for r in rows if r["agreed"] for t in r["agreed"]["topics"]]
-    outcomes = {r["outcome"]["topic"]: r["outcome"] for r in rows if r["outcome"]}
+    captures, outcomes = judge_round(views, round_no)
+    assert {c["server"]: c["content_hash"] for c in captures} == {v.addr: content_hash(v) if v.ok else None
+                                                                  for v in views}
     report = diff_views(sorted(views, key=lambda v: v.addr), consumers=2)
-    assert not set(agreed) & set(outcomes)
-    assert set(agreed) | set(outcomes) == {t for v in views if v.ok for t in v.topics} | {None}
+    assert set(outcomes) == {t for v in views if v.ok for t in v.topics} | {None}
     for topic, row in outcomes.items():
         assert [f["kind"] for f in row["findings"]] == [f.kind for f in report.findings if f.topic == topic]
+        assert row["agree"] is not any(f.topic == topic for f in report.findings)
 
 
 def test_a_capture_must_sit_in_its_round_directory() -> None:

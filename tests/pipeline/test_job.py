@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mqadmin.diff import Finding, ServerView, diff_views
-from tests.pipeline.conftest import A, B, C, MINUTE, T0
+from tests.pipeline.conftest import A, B, C, MINUTE, T0, at_rounds
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 
@@ -18,12 +18,16 @@ def _table(spark: Any, hand: dict[str, Any], name: str) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in spark.read.parquet(str(hand["out"] / name)).collect()]
 
 
+def _per_round(spark: Any, hand: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return [r.asDict(recursive=True) for r in at_rounds(spark, hand["out"], name).collect()]
+
+
 def _finding(topic: str | None, f: dict[str, Any]) -> Finding:
     return Finding(f["kind"], topic, f["broker"], f["subject"], tuple((v["server"], v["value"]) for v in f["values"]))
 
 
 def test_divergence_equals_diff_views_round_by_round(spark: Any, hand_history: dict[str, Any]) -> None:
-    assert_divergence_is_diff_views(_table(spark, hand_history, "divergence"), hand_history["rounds"])
+    assert_divergence_is_diff_views(_per_round(spark, hand_history, "divergence"), hand_history["rounds"])
 
 
 def assert_divergence_is_diff_views(rows: list[dict[str, Any]], rounds: list[list[ServerView]],
@@ -49,6 +53,14 @@ def assert_divergence_is_diff_views(rows: list[dict[str, Any]], rounds: list[lis
                 assert row["unassigned"] == len(impact.consumer.unassigned)
                 assert row["doubly_assigned"] == len(impact.consumer.doubly_assigned)
         assert all(r["capture_ms"] == T0 + round_no * MINUTE for r in mine)
+
+
+def test_divergence_rows_are_intervals(spark: Any, hand_history: dict[str, Any]) -> None:
+    """B lacks broker-b in rounds 2-4 alike: one row for the three rounds; the agreeing
+    rounds around it are rows too."""
+    rows = sorted((r["from_round"], r["to_round"], r["rounds"], r["interval_ms"], r["agree"])
+                  for r in _table(spark, hand_history, "divergence") if r["topic"] == "orders")
+    assert rows[:3] == [(0, 1, 2, 2 * MINUTE, True), (2, 4, 3, 3 * MINUTE, False), (5, 5, 1, MINUTE, True)]
 
 
 def test_every_kind_of_difference_was_exercised(spark: Any, hand_history: dict[str, Any]) -> None:
@@ -113,10 +125,16 @@ def test_brokers_and_convergence(spark: Any, hand_history: dict[str, Any]) -> No
 
 
 def test_routes_table_is_the_flattened_captures(spark: Any, hand_history: dict[str, Any]) -> None:
-    routes = spark.read.parquet(str(hand_history["out"] / "routes"))
+    routes = at_rounds(spark, hand_history["out"], "routes")
     assert routes.where("round = 0").count() == 3 * (2 + 1 + 1)  # orders on 2 brokers, t2, t3
     lost = routes.where(f"round = 3 and server = '{B}' and topic = 't2'").collect()
     assert [(r["asked"], r["has_route"], r["listed"], r["broker"]) for r in lost] == [(True, False, False, None)]
+    # What did B say about t2 at 3.5 minutes: one filter, one interval (rounds 2-4).
+    t = T0 + 3 * MINUTE + 30_000
+    said = spark.read.parquet(str(hand_history["out"] / "routes")).where(
+        f"server = '{B}' and topic = 't2' and valid_from_ms <= {t} and (valid_to_ms is null or valid_to_ms > {t})")
+    assert [(r["has_route"], r["from_round"], r["to_round"], r["rounds"], r["valid_to_ms"]) for r in said.collect()] == [
+        (False, 2, 4, 3, T0 + 5 * MINUTE)]
     captures = spark.read.parquet(str(hand_history["out"] / "captures"))
     assert captures.count() == 27
     assert captures.where("not ok").select("server", "round").collect()[0].asDict() == {"server": C, "round": 7}
@@ -135,14 +153,13 @@ def test_synth_history_analysed_twice_into_the_same_out(spark: Any, tmp_path: An
     first = run(spark, JobOptions(str(tmp_path / "captures"), str(out)))
     assert first.dates == ["2026-03-01", "2026-03-02"]
     assert (first.counts["windows"], first.counts["inconsistent"], first.counts["rounds"]) == (0, 0, 6)
-    routes = spark.read.parquet(str(out / "routes"))
-    assert routes.count() == synth.route_rows
+    assert at_rounds(spark, out, "routes").count() == synth.route_rows
     summary = {str(r["date"]): r for r in spark.read.parquet(str(out / "summary")).collect()}
     assert summary["2026-03-01"]["consistent_share"] == 1.0 and summary["2026-03-01"]["observed_s"] == 1200.0
     second = run(spark, JobOptions(str(tmp_path / "captures"), str(out), report=False,
                                    from_ms=synth_start("2026-03-02T00:00:00Z")))
     assert second.dates == ["2026-03-02"]
-    assert spark.read.parquet(str(out / "routes")).count() == synth.route_rows
+    assert at_rounds(spark, out, "routes").count() == synth.route_rows
     assert (out / "report.html").exists()
 
 
@@ -175,9 +192,9 @@ def test_unreadable_and_misplaced_files_are_listed_not_compared(spark: Any, tmp_
     assert set(bad) == {(0, B), (1, B)}
     assert "unreadable capture" in bad[(0, B)]
     assert bad[(1, B)].startswith("capture of round 2 in directory '000001'")
-    differing = spark.read.parquet(str(out / "divergence")).where("scope = 'topic' and not agree").collect()
+    differing = at_rounds(spark, out, "divergence").where("scope = 'topic' and not agree").collect()
     assert [(r["round"], r["topic"]) for r in differing] == []
-    routes = spark.read.parquet(str(out / "routes"))
+    routes = at_rounds(spark, out, "routes")
     assert [r["server"] for r in routes.where("round = 1").select("server").distinct().collect()] == [A]
 
 

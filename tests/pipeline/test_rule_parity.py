@@ -17,7 +17,7 @@ import pytest
 from mqadmin.diff import ServerView, diff_views
 from mqadmin.diff.rules import differing_servers
 from mqadmin.diff.watch import Round, Tracker
-from tests.pipeline.conftest import A, B, C, MINUTE, T0, write_history
+from tests.pipeline.conftest import A, B, C, MINUTE, T0, at_rounds, write_history
 from tests.pipeline.test_outages import _down, _server, three_servers, two_servers
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
@@ -125,7 +125,7 @@ def _spark(spark: Any, base: Path, rounds: Sequence[Sequence[ServerView]]
         end = None if w["open"] else index[w["end_ms"]]
         out.setdefault(w["topic"], []).append((index[w["start_ms"]], end, bridged))
     odd = {(int(r["round"]), r["topic"]): list(r["differing"])
-           for r in spark.read.parquet(str(base / "out" / "divergence")).collect()
+           for r in at_rounds(spark, base / "out", "divergence").collect()
            if r["topic"] is not None and not r["agree"]}
     return out, odd
 
@@ -148,8 +148,5 @@ def test_the_watcher_keeps_a_three_way_split_unconfirmed_while_its_odd_server_is
     assert _live(three_way_split())[0] == THREE_WAY
 
 
-@pytest.mark.xfail(strict=True, reason="known divergence: the job's sides are (majority, all the others), the "
-                   "watcher's every group; when a minority server changes to agree while another is silent, "
-                   "the job ends the window (two windows, 1-2 and 4-5) and the watcher keeps it unconfirmed")
 def test_the_job_bridges_a_three_way_split_as_the_watcher_does(spark: Any, tmp_path: Path) -> None:
     assert _spark(spark, tmp_path, three_way_split())[0] == THREE_WAY

@@ -1,0 +1,390 @@
+"""The per-topic pass: a topic's fact intervals on every server in, its *divergence*
+segments, its *windows* and its share of the summary out (``mapInArrow`` over the merged
+fact intervals, shuffled by topic; the Python half of the job after ingest).
+
+Between two *change points* of a topic (a bound of one of its intervals on any server,
+or a round where the set of answering servers or their ``has_topic_list`` /
+``has_order_ns`` changes) nothing the diff reads of that topic changes, so each such
+segment is compared once: where every answering server has the same facts (route by
+canonical hash, asked, listed, ORDER_TOPIC_CONFIG value) the diff finds nothing and no
+call is made; elsewhere each server's view of the topic is rebuilt from its route's rows
+and given to the diff module (rules.topic_outcome), so the answer is ``diff-namesrv``'s.
+Adjacent segments with the same outcome are one divergence row. The work grows with the
+topic's changes, never with the number of rounds.
+
+Windows are islands of consecutive disagreeing rounds, bridged across an agreement that
+only the silence of one side explains: the sides are every group of the findings of the
+island's last segment, and the rule is ``mqadmin.diff.rules.silent_side``, the watcher's.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+
+from ..diff.rules import silent_side
+from . import rules
+
+#: One answering server of a round: (server, has_topic_list, has_order_ns).
+Answer = tuple[str, bool, bool]
+DIVERGENCE = pa.schema([
+    ("scope", pa.string()), ("topic", pa.string()),
+    ("from_seq", pa.int32()), ("to_seq", pa.int32()), ("from_round", pa.int32()), ("to_round", pa.int32()),
+    ("valid_from_ms", pa.int64()), ("valid_to_ms", pa.int64()), ("rounds", pa.int32()), ("interval_ms", pa.int64()),
+    ("servers", pa.list_(pa.string())),
+    *[f for f in rules.OUTCOME if f.name not in ("round", "topic")],
+    ("consumers", pa.int32()),
+])
+SPAN = pa.struct([("start_ms", pa.int64()), ("end_ms", pa.int64())])
+WINDOW = pa.schema([
+    ("topic", pa.string()), ("start_ms", pa.int64()), ("end_ms", pa.int64()), ("open", pa.bool_()),
+    ("duration_s", pa.float64()), ("rounds", pa.int64()), ("unknown_s", pa.float64()),
+    ("unknown_spans", pa.list_(SPAN)), ("servers", pa.list_(pa.string())), ("kinds", pa.list_(pa.string())),
+    ("brokers", pa.list_(pa.string())), ("clusters", pa.list_(pa.string())), ("max_unassigned", pa.int32()),
+    ("max_doubly_assigned", pa.int32()), ("unassigned_queue_minutes", pa.float64()),
+    ("doubly_assigned_queue_minutes", pa.float64()), ("affected_consumer_minutes", pa.float64()),
+    ("key_hash_breaks", pa.bool_()),
+])
+#: Changes of the per-(cluster, round) disagreement counts at a round: +at a segment's
+#: first round, - at the round after its last (summed up by tables.summary).
+SWEEP = pa.schema([("cluster", pa.string()), ("seq", pa.int32()), ("topics", pa.int64()),
+                   ("unassigned", pa.int64()), ("doubly", pa.int64()), ("consumers_hit", pa.int64())])
+TOPIC_OUT = pa.schema([("divergence", pa.struct(list(DIVERGENCE))), ("window", pa.struct(list(WINDOW))),
+                       ("sweep", pa.struct(list(SWEEP)))])
+NO_CLUSTER = "-"
+
+
+@dataclass
+class Timeline:
+    """The rounds in time order (``seq`` 1, 2, ...: index ``seq - 1``) and who answered
+    in each: small, built on the driver from the captures and shipped with the function."""
+
+    rounds: list[int]
+    times: list[int]
+    intervals: list[int]
+    answering: list[tuple[Answer, ...]]
+    #: seqs where the answering servers or their flags change, or a UTC date starts: rows
+    #: never span midnight, so that a run over some dates rewrites exactly their rows
+    changes: list[int] = field(init=False)
+    _elapsed: list[int] = field(init=False)
+    _answered: dict[str, list[int]] = field(init=False)  # server -> seqs it answered
+
+    def __post_init__(self) -> None:
+        days = [self.day(i + 1) for i in range(len(self.times))]
+        self.changes = [i + 1 for i in range(len(self.answering))
+                        if i == 0 or self.answering[i] != self.answering[i - 1] or days[i] != days[i - 1]]
+        self._elapsed = [0, *accumulate(self.intervals)]
+        self._answered = {}
+        for i, answers in enumerate(self.answering):
+            for server, _, _ in answers:
+                self._answered.setdefault(server, []).append(i + 1)
+
+    def __len__(self) -> int:
+        return len(self.rounds)
+
+    def day(self, seq: int) -> int:
+        """The UTC date of round ``seq``, as days since the epoch."""
+        return self.times[seq - 1] // 86_400_000
+
+    def time(self, seq: int) -> int | None:
+        return self.times[seq - 1] if 1 <= seq <= len(self.times) else None
+
+    def span_ms(self, first: int, last: int) -> int:
+        """Sum of the intervals of rounds ``first`` to ``last``: the time they stand for."""
+        return self._elapsed[last] - self._elapsed[first - 1]
+
+    def answered_between(self, first: int, last: int) -> set[str]:
+        """Servers that answered in some round from ``first`` to ``last``."""
+        out = set()
+        for server, seqs in self._answered.items():
+            i = bisect.bisect_left(seqs, first)
+            if i < len(seqs) and seqs[i] <= last:
+                out.add(server)
+        return out
+
+    def bounds(self, first: int, last: int) -> dict[str, Any]:
+        """The interval columns of rows that hold from ``first`` to ``last``."""
+        return {"from_seq": first, "to_seq": last, "from_round": self.rounds[first - 1],
+                "to_round": self.rounds[last - 1], "valid_from_ms": self.times[first - 1],
+                "valid_to_ms": self.time(last + 1), "rounds": last - first + 1,
+                "interval_ms": self.span_ms(first, last)}
+
+
+@dataclass
+class Interval:
+    """A server's facts about a topic from round ``first`` to ``last`` (seqs)."""
+
+    server: str
+    first: int
+    last: int
+    asked: bool
+    route_key: bytes
+    listed: bool | None
+    order_conf_kv: str | None
+
+    def fact(self, canonical: Mapping[bytes, bytes | None]) -> tuple[Any, ...]:
+        return (self.asked, canonical[self.route_key], self.listed, self.order_conf_kv)
+
+
+@dataclass
+class Segment:
+    """Rounds ``first`` to ``last`` of one topic (or of the cluster-wide comparison) with
+    one outcome."""
+
+    first: int
+    last: int
+    servers: tuple[str, ...]
+    outcome: dict[str, Any]  # rules.OUTCOME without round
+
+    day: int  # UTC date of its rounds (days since the epoch)
+
+    def joins(self, other: Segment) -> bool:
+        return (other.first == self.last + 1 and other.day == self.day and other.servers == self.servers
+                and other.outcome == self.outcome)
+
+
+def _agree() -> dict[str, Any]:
+    return {"agree": True, "differing": [], "kinds": [], "findings": [], "brokers": [], "clusters": [],
+            "affects_clients": False, "unassigned": 0, "doubly_assigned": 0, "unassigned_queues": [],
+            "doubly_assigned_queues": [], "key_hash_breaks": False, "impact_json": None}
+
+
+class TopicJudge:
+    """Segments, windows and summary sweep of one topic at a time."""
+
+    def __init__(self, timeline: Timeline, routes: Mapping[bytes, Sequence[Mapping[str, Any]]], consumers: int,
+                 strategy: str) -> None:
+        self.timeline, self.routes = timeline, routes
+        self.consumers, self.strategy = consumers, strategy
+        self.canonical = {key: rows[0]["route_hash"] for key, rows in routes.items()}
+        self.sweep: dict[tuple[str, int], list[int]] = {}
+
+    def segments(self, topic: str, intervals: Sequence[Interval]) -> list[Segment]:
+        """The topic's segments in time order, adjacent ones with the same outcome merged."""
+        tl = self.timeline
+        by_server: dict[str, list[Interval]] = {}
+        for iv in sorted(intervals, key=lambda iv: (iv.server, iv.first)):
+            by_server.setdefault(iv.server, []).append(iv)
+        low = min(iv.first for iv in intervals)
+        high = max(iv.last for iv in intervals)
+        points = {iv.first for iv in intervals} | {iv.last + 1 for iv in intervals}
+        points.update(tl.changes[bisect.bisect_right(tl.changes, low):bisect.bisect_right(tl.changes, high)])
+        cuts = sorted(points)
+        out: list[Segment] = []
+        cursor = {server: 0 for server in by_server}
+        for start, end in zip(cuts, cuts[1:]):
+            answers = tl.answering[start - 1]
+            covering: list[tuple[Answer, Interval | None]] = []
+            for answer in answers:
+                mine = by_server.get(answer[0])
+                found = None
+                if mine:
+                    i = cursor[answer[0]]
+                    while i < len(mine) and mine[i].last < start:
+                        i += 1
+                    cursor[answer[0]] = i
+                    if i < len(mine) and mine[i].first <= start:
+                        found = mine[i]
+                covering.append((answer, found))
+            if all(iv is None for _, iv in covering):
+                continue
+            facts = [None if iv is None else iv.fact(self.canonical) for _, iv in covering]
+            if facts[0] is not None and facts.count(facts[0]) == len(facts):
+                outcome = _agree()
+            else:
+                outcome = self._outcome(topic, start, covering)
+            segment = Segment(start, end - 1, tuple(a[0] for a in answers), outcome, tl.day(start))
+            if out and out[-1].joins(segment):
+                out[-1].last = segment.last
+            else:
+                out.append(segment)
+        return out
+
+    def _outcome(self, topic: str, seq: int, covering: Sequence[tuple[Answer, Interval | None]]) -> dict[str, Any]:
+        rows: list[dict[str, Any]] = []
+        for (server, _, _), iv in covering:
+            if iv is None:
+                continue
+            head = {"server": server, "asked": iv.asked, "listed": iv.listed, "order_conf_kv": iv.order_conf_kv}
+            rows.extend(head | dict(r) for r in self.routes[iv.route_key])
+        servers = [{"server": s, "has_topic_list": lst, "has_order_ns": ns} for (s, lst, ns), _ in covering]
+        outcome = rules.topic_outcome({"round": seq, "topic": topic, "servers": servers, "rows": rows},
+                                      self.consumers, self.strategy)
+        del outcome["round"], outcome["topic"]
+        return outcome
+
+    def divergence_row(self, scope: str, topic: str | None, seg: Segment) -> dict[str, Any]:
+        return {"scope": scope, "topic": topic, **self.timeline.bounds(seg.first, seg.last),
+                "servers": list(seg.servers), **seg.outcome, "consumers": self.consumers}
+
+    def windows(self, topic: str, segments: Sequence[Segment]) -> list[dict[str, Any]]:
+        """The topic's windows (SCHEMA.md): islands of disagreeing rounds, bridged where
+        a side of the last disagreement was silent for the whole agreement between."""
+        tl = self.timeline
+        bad = [s for s in segments if not s.outcome["agree"]]
+        islands: list[list[Segment]] = []
+        for seg in bad:
+            if islands and islands[-1][-1].last + 1 == seg.first:
+                islands[-1].append(seg)
+            else:
+                islands.append([seg])
+        windows: list[list[list[Segment]]] = []
+        spans: list[list[dict[str, int]]] = []
+        for island in islands:
+            if windows:
+                before = windows[-1][-1][-1]
+                gap = (before.last + 1, island[0].first - 1)
+                groups = [g for f in before.outcome["findings"] for g in _groups(f)]
+                if silent_side(groups, tl.answered_between(*gap)):
+                    windows[-1].append(island)
+                    spans[-1].append({"start_ms": tl.times[gap[0] - 1], "end_ms": tl.times[gap[1]]})
+                    continue
+            windows.append([island])
+            spans.append([])
+        return [self._window(topic, [s for isl in w for s in isl], sp) for w, sp in zip(windows, spans)]
+
+    def _window(self, topic: str, segs: Sequence[Segment], spans: list[dict[str, int]]) -> dict[str, Any]:
+        tl = self.timeline
+        start_ms = tl.times[segs[0].first - 1]
+        next_ms = tl.time(segs[-1].last + 1)
+        end_ms = tl.times[segs[-1].last - 1] if next_ms is None else next_ms
+        unassigned_ms = doubly_ms = consumer_ms = 0
+        for s in segs:
+            span = tl.span_ms(s.first, s.last)
+            o = s.outcome
+            unassigned_ms += o["unassigned"] * span
+            doubly_ms += o["doubly_assigned"] * span
+            if o["unassigned"] + o["doubly_assigned"] > 0:
+                consumer_ms += self.consumers * span
+
+        def union(name: str) -> list[str]:
+            return sorted({x for s in segs for x in s.outcome[name]})
+
+        return {
+            "topic": topic, "start_ms": start_ms, "end_ms": end_ms, "open": next_ms is None,
+            "duration_s": (end_ms - start_ms) / 1000, "rounds": sum(s.last - s.first + 1 for s in segs),
+            "unknown_s": sum(sp["end_ms"] - sp["start_ms"] for sp in spans) / 1000,
+            "unknown_spans": sorted(spans, key=lambda sp: (sp["start_ms"], sp["end_ms"])),
+            "servers": union("differing"), "kinds": union("kinds"), "brokers": union("brokers"),
+            "clusters": union("clusters"), "max_unassigned": max(s.outcome["unassigned"] for s in segs),
+            "max_doubly_assigned": max(s.outcome["doubly_assigned"] for s in segs),
+            "unassigned_queue_minutes": unassigned_ms / 60000, "doubly_assigned_queue_minutes": doubly_ms / 60000,
+            "affected_consumer_minutes": consumer_ms / 60000,
+            "key_hash_breaks": any(s.outcome["key_hash_breaks"] for s in segs),
+        }
+
+    def add_sweep(self, segments: Iterable[Segment]) -> None:
+        """Count the disagreeing segments into the per-(cluster, round) sweep."""
+        n = len(self.timeline)
+        for s in segments:
+            o = s.outcome
+            if o["agree"]:
+                continue
+            hit = self.consumers if o["unassigned"] + o["doubly_assigned"] > 0 else 0
+            change = (1, o["unassigned"], o["doubly_assigned"], hit)
+            for cluster in o["clusters"] or [NO_CLUSTER]:
+                for seq, sign in ((s.first, 1), (s.last + 1, -1)):
+                    if seq > n:
+                        continue
+                    acc = self.sweep.setdefault((cluster, seq), [0, 0, 0, 0])
+                    for i, v in enumerate(change):
+                        acc[i] += sign * v
+
+    def sweep_rows(self) -> list[dict[str, Any]]:
+        rows = [{"cluster": c, "seq": seq, "topics": t, "unassigned": u, "doubly": d, "consumers_hit": h}
+                for (c, seq), (t, u, d, h) in self.sweep.items() if (t, u, d, h) != (0, 0, 0, 0)]
+        self.sweep = {}
+        return rows
+
+
+def _groups(finding: Mapping[str, Any]) -> list[tuple[Any, tuple[str, ...]]]:
+    """Finding.groups() of a finding as the divergence table holds it."""
+    seen: dict[Any, list[str]] = {}
+    for v in finding["values"]:
+        seen.setdefault(v["value"], []).append(v["server"])
+    return [(value, tuple(servers)) for value, servers in seen.items()]
+
+
+def _batch(name: str, rows: list[dict[str, Any]]) -> pa.RecordBatch:
+    values = pa.array(rows, TOPIC_OUT.field(name).type)
+    return pa.RecordBatch.from_arrays([values if f.name == name else pa.nulls(len(rows), f.type) for f in TOPIC_OUT],
+                                      schema=TOPIC_OUT)
+
+
+def map_topics(timeline: Timeline, routes: Mapping[bytes, Sequence[Mapping[str, Any]]], consumers: int,
+               strategy: str) -> Any:
+    """The ``mapInArrow`` function of the per-topic pass: merged fact intervals (server,
+    topic, from_seq, to_seq, asked, route_key, listed, order_conf_kv) sorted by topic in,
+    TOPIC_OUT out."""
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        judge = TopicJudge(timeline, routes, consumers, strategy)
+        current: str | None = None
+        intervals: list[Interval] = []
+        divergence: list[dict[str, Any]] = []
+        windows: list[dict[str, Any]] = []
+
+        def finish() -> None:
+            assert current is not None
+            segments = judge.segments(current, intervals)
+            divergence.extend(judge.divergence_row("topic", current, s) for s in segments)
+            windows.extend(judge.windows(current, segments))
+            judge.add_sweep(segments)
+
+        for batch in batches:
+            cols = [batch.column(n).to_pylist() for n in ("topic", "server", "from_seq", "to_seq", "asked",
+                                                           "route_key", "listed", "order_conf_kv")]
+            for topic, server, first, last, asked, key, listed, kv in zip(*cols):
+                if topic != current:
+                    if current is not None:
+                        finish()
+                    current, intervals = topic, []
+                intervals.append(Interval(server, first, last, asked, key, listed, kv))
+            if len(divergence) >= 4096:
+                yield _batch("divergence", divergence)
+                divergence = []
+        if current is not None:
+            finish()
+        for name, rows in (("divergence", divergence), ("window", windows), ("sweep", judge.sweep_rows())):
+            if rows:
+                yield _batch(name, rows)
+    return run
+
+
+def map_cluster(timeline: Timeline, consumers: int, strategy: str) -> Any:
+    """The ``mapInArrow`` function of the cluster-wide comparison: the readable captures
+    rows with their ``seq``, sorted by seq and server, in one partition (a row per file);
+    DIVERGENCE rows of scope ``cluster`` out, adjacent rounds with the same outcome merged."""
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        judge = TopicJudge(timeline, {}, consumers, strategy)
+        segments: list[Segment] = []
+        current: int | None = None
+        captures: list[dict[str, Any]] = []
+
+        def finish() -> None:
+            assert current is not None
+            outcome = rules.cluster_outcome({"round": current, "captures": captures}, consumers, strategy)
+            del outcome["round"], outcome["topic"]
+            names = tuple(a[0] for a in timeline.answering[current - 1])
+            segment = Segment(current, current, names, outcome, timeline.day(current))
+            if segments and segments[-1].joins(segment):
+                segments[-1].last = current
+            else:
+                segments.append(segment)
+
+        for batch in batches:
+            for row in batch.to_pylist():
+                if row["seq"] != current:
+                    if current is not None:
+                        finish()
+                    current, captures = row["seq"], []
+                captures.append(row)
+        if current is not None:
+            finish()
+        rows = [judge.divergence_row("cluster", None, s) for s in segments]
+        if rows:
+            yield pa.RecordBatch.from_pylist(rows, schema=DIVERGENCE)
+    return run
