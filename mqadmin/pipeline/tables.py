@@ -218,7 +218,8 @@ def broker_events(pres: DataFrame, rounds_df: DataFrame) -> DataFrame:
 
     The rule (states, runs, kinds, the silent side) is broker_runs.events, run once per
     broker over its presence rows (a broker's rows are rounds x servers: few). Each row
-    carries the next round's time, the end of a lag whose last wrong round is its own.
+    carries the next round's time (``next_ms``): a server's lag ends at the round after its
+    last wrong one, which may be a round without cluster info, and so without a row.
     """
     nxt = F.broadcast(rounds_df.select((F.col("seq") - 1).alias("seq"), F.col("capture_ms").alias("next_ms")))
     found = (pres.select("broker", "seq", "capture_ms", "server", "present", "cluster").join(nxt, "seq", "left")
