@@ -97,14 +97,9 @@ class Timeline:
         """Sum of the intervals of rounds ``first`` to ``last``: the time they stand for."""
         return self._elapsed[last] - self._elapsed[first - 1]
 
-    def answered_between(self, first: int, last: int) -> set[str]:
-        """Servers that answered in some round from ``first`` to ``last``."""
-        out = set()
-        for server, seqs in self._answered.items():
-            i = bisect.bisect_left(seqs, first)
-            if i < len(seqs) and seqs[i] <= last:
-                out.add(server)
-        return out
+    def answered_in(self, seq: int) -> set[str]:
+        """Servers that answered in round ``seq``."""
+        return {server for server, _, _ in self.answering[seq - 1]}
 
     def bounds(self, first: int, last: int) -> dict[str, Any]:
         """The interval columns of rows that hold from ``first`` to ``last``."""
@@ -223,7 +218,7 @@ class TopicJudge:
 
     def windows(self, topic: str, segments: Sequence[Segment]) -> list[dict[str, Any]]:
         """The topic's windows (SCHEMA.md): islands of disagreeing rounds, bridged where
-        a side of the last disagreement was silent for the whole agreement between."""
+        in every round of the agreement between, a side of the last disagreement was silent."""
         tl = self.timeline
         bad = [s for s in segments if not s.outcome["agree"]]
         islands: list[list[Segment]] = []
@@ -239,7 +234,8 @@ class TopicJudge:
                 before = windows[-1][-1][-1]
                 gap = (before.last + 1, island[0].first - 1)
                 groups = [g for f in before.outcome["findings"] for g in _groups(f)]
-                if silent_side(groups, tl.answered_between(*gap)):
+                # Asked round by round, as the watcher asks it: the sides may fall silent in turn.
+                if all(silent_side(groups, tl.answered_in(seq)) for seq in range(gap[0], gap[1] + 1)):
                     windows[-1].append(island)
                     spans[-1].append({"start_ms": tl.times[gap[0] - 1], "end_ms": tl.times[gap[1]]})
                     continue

@@ -51,6 +51,15 @@ def majority_down() -> list[list[ServerView]]:
     return [agree, split, alone, alone, split, agree]
 
 
+def sides_silent_in_turn() -> list[list[ServerView]]:
+    """B odd in 1; B down in 2 (A and C agree); A and C down in 3 (B alone); B odd again in
+    4: no round of 2-3 had a server of each side, so the window goes on across them."""
+    agree = [_server(s) for s in (A, B, C)]
+    split = [_server(A), _server(B, lost_b=True), _server(C)]
+    return [agree, split, [_server(A), _down(B), _server(C)], [_down(A), _server(B, lost_b=True), _down(C)],
+            split, agree]
+
+
 def three_way_split() -> list[list[ServerView]]:
     """Four servers, ``t`` with 4 queues on A and B, 8 on C, 16 on D (rounds 1, 4); in 2-3
     D is down and C has 4 again: A, B, C agree, but D's side is silent."""
@@ -73,6 +82,7 @@ SCENARIOS: dict[str, tuple[Any, dict[str, list[Window]]]] = {
     "back agreeing, then odd again": (back_agreeing_then_again, {
         "orders": [(1, 2, ()), (4, None, ())], "t2": [(1, 2, ()), (4, None, ())]}),
     "the majority down": (majority_down, {"orders": [(1, 5, (2, 3))], "t2": [(1, 5, (2, 3))]}),
+    "the sides silent in turn": (sides_silent_in_turn, {"orders": [(1, 5, (2, 3))], "t2": [(1, 5, (2, 3))]}),
 }
 
 
