@@ -26,7 +26,7 @@ def test_steps_and_task_counts_of_a_running_job(spark: Any, tmp_path: Any) -> No
     assert counts() is None  # nothing runs once the job is over
     text = "".join(written)
     steps = [line for line in text.splitlines() if not line.startswith("analyze:   ")]
-    assert steps[0] == "analyze: ingest: reading captures, comparing servers round by round"
+    assert steps[0] == "analyze: ingest: reading captures, chain by chain"
     assert steps[-1] == "analyze: windows, brokers, summary"
     counts = re.findall(r"^analyze:   (\d+)/(\d+) tasks, (\d+) s$", text, re.M)
     assert counts, text

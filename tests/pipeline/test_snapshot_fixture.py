@@ -78,7 +78,7 @@ def test_snapshot_then_analyze_finds_the_partition(spark: Any, tmp_path: Path) -
 
     result = CliRunner().invoke(app, ["analyze", str(captures), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert "analyze: ingest: reading captures, comparing servers round by round\n" in result.output
+    assert "analyze: ingest: reading captures, chain by chain\n" in result.output
     assert "analyze: report: drawing\n" in result.output
     assert (out / "_captures.txt").read_text() == f"{captures.resolve()}\n"
     windows = [r.asDict() for r in spark.read.parquet(str(out / "windows")).where("topic = 'orders'").collect()]
