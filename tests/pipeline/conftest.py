@@ -99,14 +99,14 @@ def hand_history(spark: object, tmp_path_factory: pytest.TempPathFactory) -> dic
     return {"rounds": rounds, "times": times, "out": base / "out", "result": result}
 
 
-def at_rounds(spark: object, out: Path, name: str) -> object:
+def at_rounds(spark: Any, out: Path, name: str) -> Any:
     """An interval table (``routes``, ``divergence``) read back with one row per round
     each row holds for: its columns plus that round's ``round``, ``seq``, ``capture_ms``
     and ``interval_ms`` (as the per-round tables had them)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    read = spark.read  # type: ignore[attr-defined]
+    read = spark.read
     captures = read.parquet(str(out / "captures")).where("not unreadable")
     order = Window.orderBy("capture_ms", "round")
     rounds = (captures.groupBy("round").agg(F.min("capture_ms").alias("capture_ms"))

@@ -125,8 +125,8 @@ def test_capture_written_before_5x_reads_as_absent() -> None:
     assert (b.enable_acting_master, b.zone_name, route.topic_queue_mapping_by_broker) == (None, None, None)
     assert v.cluster_info.broker_addr_table["broker-a"].zone_name is None
     out = chain_pass([("/d/000000/f.msgpack", data)])
-    (route,) = out["route"][1:]  # after the "no route" template every reader starts with
-    assert [route[c] for c in NEW_COLUMNS] == [None, None, None]
+    (row,) = out["route"][1:]  # after the "no route" template every reader starts with
+    assert [row[c] for c in NEW_COLUMNS] == [None, None, None]
     (capture,) = out["capture"]
     assert capture["cluster_brokers"][0]["enable_acting_master"] is None
     assert capture["cluster_brokers"][0]["zone_name"] is None

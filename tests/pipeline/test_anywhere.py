@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+import pyspark
 import pytest
 
 from mqadmin.pipeline.job import TABLES
@@ -27,7 +28,7 @@ from mqadmin.pipeline.session import EXECUTOR_REQUIREMENTS, LOG_NAME
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 
 BIN = Path(sys.executable).parent
-SPARK_HOME = Path(__import__("pyspark").__file__).parent
+SPARK_HOME = Path(pyspark.__file__ or "").parent
 
 
 def _free_port() -> int:

@@ -28,9 +28,9 @@ def test_steps_and_task_counts_of_a_running_job(spark: Any, tmp_path: Any) -> No
     steps = [line for line in text.splitlines() if not line.startswith("analyze:   ")]
     assert steps[0] == "analyze: ingest: reading captures, chain by chain"
     assert steps[-1] == "analyze: windows, brokers, summary"
-    counts = re.findall(r"^analyze:   (\d+)/(\d+) tasks, (\d+) s$", text, re.M)
-    assert counts, text
-    assert all(0 <= int(done) <= int(total) for done, total, _ in counts)
+    moved = re.findall(r"^analyze:   (\d+)/(\d+) tasks, (\d+) s$", text, re.M)
+    assert moved, text
+    assert all(0 <= int(done) <= int(total) for done, total, _ in moved)
     # A log gets a line only when the count moved (within a step: a step line restarts).
     for block in re.split(r"^analyze: \S.*$", text, flags=re.M):
         lines = [line for line in block.splitlines() if line.startswith("analyze:   ")]

@@ -110,7 +110,7 @@ def test_snapshot_of_unreachable_server_writes_error_captures(tmp_path: Path) ->
     assert result.exit_code == 1, result.output
     caps = list(read_captures(tmp_path))
     assert [(c.round, c.ok) for c in caps] == [(0, False), (1, False)]
-    assert "127.0.0.1:1" in caps[0].error
+    assert caps[0].error is not None and "127.0.0.1:1" in caps[0].error
     # One line per round naming the server once: "round 0: 127.0.0.1:1: ...: connection refused".
     lines = [line for line in result.stderr.splitlines() if line.startswith("round 0: 127.0.0.1:1")]
     assert len(lines) == 1 and lines[0].count("127.0.0.1:1") == 1, result.stderr
