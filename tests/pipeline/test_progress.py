@@ -47,5 +47,26 @@ def test_terminal_line_is_rewritten_and_cleared(spark: Any) -> None:
     text = "".join(written)
     assert text.startswith("x: counting\n")
     assert re.search(r"\rx:   \d+/4 tasks, \d+ s\x1b\[K", text), repr(text)
-    # A step line first clears the progress line; nothing is left behind it.
-    assert text.endswith("\r\x1b[Kx: done\n")
+    # A step line first clears the progress line, and leaving clears any line drawn
+    # after it (Spark's tracker can still list the finished job's last stage): the
+    # terminal shows the two steps and nothing else.
+    assert "\r\x1b[Kx: done\n" in text
+    assert terminal(text) == ["x: counting", "x: done", ""]
+
+
+def terminal(text: str) -> list[str]:
+    """The lines a terminal shows after ``text``: CR returns to column 0, ESC[K erases
+    to the end of the line, anything else overwrites."""
+    lines, column = [""], 0
+    for token in re.findall(r"\x1b\[K|\r|\n|[^\r\n\x1b]+", text):
+        if token == "\n":
+            lines.append("")
+            column = 0
+        elif token == "\r":
+            column = 0
+        elif token == "\x1b[K":
+            lines[-1] = lines[-1][:column]
+        else:
+            lines[-1] = lines[-1][:column] + token + lines[-1][column + len(token):]
+            column += len(token)
+    return lines
