@@ -44,10 +44,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mqadmin.transport.collect import collect_views  # noqa: E402
 from mqadmin.diff import diff_views  # noqa: E402
 from mqadmin.render.diff import render_report  # noqa: E402
-from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig  # noqa: E402
-from nameserver.protocol.codes import ORDER_TOPIC_CONFIG, RequestCode, ResponseCode  # noqa: E402
-from nameserver.protocol.command import request  # noqa: E402
-from nameserver.protocol.compressed import encode_compressed  # noqa: E402
+from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig  # noqa: E402
+from mqnamesrv.protocol.codes import ORDER_TOPIC_CONFIG, RequestCode, ResponseCode  # noqa: E402
+from mqnamesrv.protocol.command import request  # noqa: E402
+from mqnamesrv.protocol.compressed import encode_compressed  # noqa: E402
 from tests.nsprocess import NameServerProcess, RawClient  # noqa: E402
 
 QUEUES = 8

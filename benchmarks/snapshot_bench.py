@@ -50,8 +50,8 @@ from mqadmin.pipeline.delta import DeltaEncoder  # noqa: E402
 from mqadmin.pipeline.schema import capture_of, encode_capture  # noqa: E402
 from mqadmin.pipeline.snapshot_encoder import SnapshotEncoder  # noqa: E402
 from mqadmin.transport.route_pump import RouteBodies, RoutePump  # noqa: E402
-from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig  # noqa: E402
-from nameserver.protocol.register import register_body  # noqa: E402
+from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig  # noqa: E402
+from mqnamesrv.protocol.register import register_body  # noqa: E402
 from tests.nsprocess import NameServerProcess  # noqa: E402
 
 #: No broker of the fleet expires, and no idle broker connection is closed (which would

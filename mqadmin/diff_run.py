@@ -17,7 +17,7 @@ from typing import Any, Iterator, NoReturn, Sequence, TextIO
 import orjson
 import typer
 
-from nameserver.protocol.bodies import ClusterInfo
+from mqnamesrv.protocol.bodies import ClusterInfo
 
 from .core import Common, Environment, ErrorDocument, guard, is_seconds, repeat_rounds
 from .diff import STRATEGIES, ServerView, UnknownName, diff_views, unknown_names, with_suggestions

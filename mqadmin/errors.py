@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
-from nameserver.protocol.codes import ResponseCode, code_name
+from mqnamesrv.protocol.codes import ResponseCode, code_name
 
 from .exit import ExitStatus
 

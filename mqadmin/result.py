@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from nameserver.protocol.codes import code_name
+from mqnamesrv.protocol.codes import code_name
 
 from .errors import NameServerError, ServerFailure, Skipped
 from .exit import ExitStatus

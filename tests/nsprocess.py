@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nameserver.protocol.command import RemotingCommand
-from nameserver.protocol.frame import NEED_DATA, FrameDecoder, encode
+from mqnamesrv.protocol.command import RemotingCommand
+from mqnamesrv.protocol.frame import NEED_DATA, FrameDecoder, encode
 
 BANNER_RE = re.compile(r"^The Name Server boot success\. serializeType=JSON, address (\S+):(\d+)$")
 

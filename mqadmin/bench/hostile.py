@@ -10,9 +10,9 @@ import statistics
 import time
 from typing import Any, Callable
 
-from nameserver.protocol.codes import RequestCode
-from nameserver.protocol.command import request
-from nameserver.protocol.frame import encode
+from mqnamesrv.protocol.codes import RequestCode
+from mqnamesrv.protocol.command import request
+from mqnamesrv.protocol.frame import encode
 
 from ..transport.client import NamesrvConnection
 from .load import master_request, topics_body

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Sequence
 
-from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
-from nameserver.protocol.codes import RequestCode
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.protocol.frame import encode
-from nameserver.protocol.register import register_body, register_request
-from nameserver.remoting import RemotingConnection
+from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from mqnamesrv.protocol.codes import RequestCode
+from mqnamesrv.protocol.command import RemotingCommand, request
+from mqnamesrv.protocol.frame import encode
+from mqnamesrv.protocol.register import register_body, register_request
+from mqnamesrv.remoting import RemotingConnection
 
 from ..transport.client import NamesrvConnection
 

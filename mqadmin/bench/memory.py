@@ -19,9 +19,9 @@ from pathlib import Path
 
 import msgpack
 
-from nameserver.protocol.bodies import DataVersion, QueueShape, RegisterBrokerBody, TopicConfig
-from nameserver.registry.routes import RouteTable
-from nameserver.server.memtrim import release_free_memory
+from mqnamesrv.protocol.bodies import DataVersion, QueueShape, RegisterBrokerBody, TopicConfig
+from mqnamesrv.registry.routes import RouteTable
+from mqnamesrv.server.memtrim import release_free_memory
 
 SHAPE: QueueShape = (8, 8, 6, 0)
 

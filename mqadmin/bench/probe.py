@@ -9,9 +9,9 @@ import sys
 import threading
 import time
 
-from nameserver.protocol.codes import RequestCode
-from nameserver.protocol.command import request
-from nameserver.protocol.frame import NEED_DATA, FrameDecoder, encode
+from mqnamesrv.protocol.codes import RequestCode
+from mqnamesrv.protocol.command import request
+from mqnamesrv.protocol.frame import NEED_DATA, FrameDecoder, encode
 
 
 def main(addr: str, topic: str) -> None:

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from nameserver.protocol.codes import RequestCode
-from nameserver.protocol.command import request
-from nameserver.protocol.compressed import decode_compressed
+from mqnamesrv.protocol.codes import RequestCode
+from mqnamesrv.protocol.command import request
+from mqnamesrv.protocol.compressed import decode_compressed
 
 from ..transport.client import NamesrvConnection
 from .load import EchoServer, drive_routes, master_request, register_fleet, topics_body

@@ -11,8 +11,8 @@ from typing import Annotated, Any, Sequence
 
 import typer
 
-from nameserver.protocol.bodies import TopicRouteData
-from nameserver.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.bodies import TopicRouteData
+from mqnamesrv.protocol.codes import RequestCode as R
 
 from ..render import answers
 from ..core import Common, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, read_command, required

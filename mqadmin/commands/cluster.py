@@ -6,7 +6,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from nameserver.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.codes import RequestCode as R
 
 from ..core import Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, run, seconds_option
 from ..errors import NotFound

@@ -6,7 +6,7 @@ from typing import Annotated, Mapping
 
 import typer
 
-from nameserver.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.codes import RequestCode as R
 
 from ..render import answers
 from ..core import (Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, did_you_mean,

@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
-from nameserver.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.codes import ORDER_TOPIC_CONFIG
+from mqnamesrv.protocol.codes import RequestCode as R
 
 from ..render import answers
 from ..core import (Common, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, read_command, required,

@@ -10,9 +10,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from nameserver.registry.config import ConfigError, NamesrvConfig, load_properties_file
-from nameserver.server.app import BANNER, ListenError, NameServer, run
-from nameserver.storage import StorageError
+from mqnamesrv.registry.config import ConfigError, NamesrvConfig, load_properties_file
+from mqnamesrv.server.app import BANNER, ListenError, NameServer, run
+from mqnamesrv.storage import StorageError
 
 app = typer.Typer(help="Run a RocketMQ-compatible name server.", no_args_is_help=True)
 

@@ -12,7 +12,7 @@ from typing import Annotated, Awaitable, Callable, NoReturn, Sequence
 
 import typer
 
-from nameserver.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.codes import RequestCode as R
 
 from ..core import (Common, Context, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt, did_you_mean,
                     required, write_command)

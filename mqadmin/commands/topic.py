@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
-from nameserver.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.bodies import ClusterInfo, TopicRouteData
+from mqnamesrv.protocol.codes import RequestCode as R
 
 from ..core import (Common, Context, Interrupted, NamesrvOpt, OutputOpt, ProfileOpt, TimeoutOpt, TracebackOpt,
                     did_you_mean, read_command, required, run)

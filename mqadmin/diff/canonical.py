@@ -34,7 +34,7 @@ from typing import Any, Mapping
 
 import orjson
 
-from nameserver.protocol.bodies import BrokerData, ClusterInfo, TopicRouteData
+from mqnamesrv.protocol.bodies import BrokerData, ClusterInfo, TopicRouteData
 
 from .model import ServerView
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 from typing import Collection, Iterable, Mapping, Sequence, TypeVar
 
-from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
+from mqnamesrv.protocol.codes import ORDER_TOPIC_CONFIG
 
 from .canonical import (
     BrokerRow, CanonicalView, ClusterCanon, MappingRow, RouteCanon, broker_extras, canonicalize, route_from_key,

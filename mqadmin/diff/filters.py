@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
-from nameserver.protocol.bodies import ClusterInfo
+from mqnamesrv.protocol.bodies import ClusterInfo
 
 from .model import ServerView
 

@@ -23,8 +23,8 @@ import itertools
 from collections import Counter
 from typing import Callable, Mapping, Sequence
 
-from nameserver.protocol.bodies import TopicRouteData
-from nameserver.protocol.codes import MASTER_ID, PERM_READ, PERM_WRITE
+from mqnamesrv.protocol.bodies import TopicRouteData
+from mqnamesrv.protocol.codes import MASTER_ID, PERM_READ, PERM_WRITE
 
 from .canonical import RouteCanon, canonical_route, route_from_key, route_key, route_mappings
 from .impact_model import (

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicQueueMappingInfo, TopicRouteData
+from mqnamesrv.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicQueueMappingInfo, TopicRouteData
 
 from .impact_model import TopicImpact
 

@@ -29,7 +29,7 @@ from typing import Any, Iterable, Iterator, Mapping
 import orjson
 import pyarrow as pa
 
-from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
+from mqnamesrv.protocol.codes import ORDER_TOPIC_CONFIG
 
 from ..diff import CanonicalView, ServerView, canonical_cluster, hash_canonical
 from .delta import DeltaDecoder, read_header, route_digest

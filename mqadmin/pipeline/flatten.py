@@ -25,7 +25,7 @@ import msgpack
 import orjson
 import pyarrow as pa
 
-from nameserver.protocol.bodies import BrokerData, QueueData, TopicQueueMappingInfo, TopicRouteData
+from mqnamesrv.protocol.bodies import BrokerData, QueueData, TopicQueueMappingInfo, TopicRouteData
 
 from ..diff import ServerView, route_key
 from .delta import split_capture

@@ -22,8 +22,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import orjson
 import pyarrow as pa
 
-from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
-from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
+from mqnamesrv.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
+from mqnamesrv.protocol.codes import ORDER_TOPIC_CONFIG
 
 from ..diff import DiffReport, Kind, ServerView, diff_views, queue_label
 from ..diff.rules import differing_servers

@@ -24,6 +24,7 @@ stderr when it starts, so stderr is pointed at the log file for exactly that mom
 from __future__ import annotations
 
 import atexit
+import importlib
 import os
 import re
 import shutil
@@ -43,8 +44,9 @@ from .progress import task_counts
 #: What an executor's Python needs besides Spark's own pyspark (README, "Spark anywhere";
 #: tests/pipeline/test_anywhere.py builds a worker venv from exactly this list).
 EXECUTOR_REQUIREMENTS = ("pyarrow>=18", "numpy>=1.24", "msgpack>=1.0", "orjson>=3.8")
-#: Our packages the workers import (the zip holds every module of both).
-PACKAGES = ("mqadmin", "nameserver")
+#: Our packages the workers import (the zip holds every module of both, at its import name:
+#: in a checkout mqnamesrv's folder is nameserver/mqnamesrv, installed it is mqnamesrv).
+PACKAGES = ("mqadmin", "mqnamesrv")
 
 #: The master URLs Spark itself accepts (checked before a JVM is started for nothing).
 MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|spark://\S+|yarn|k8s://\S+")
@@ -276,25 +278,29 @@ def code_archive() -> Path:
             return _archive
         import mqadmin
 
-        root = Path(mqadmin.__file__).resolve().parent.parent
-        if not (root / "mqadmin").is_dir():  # imported from an archive: ship that one
+        if not Path(mqadmin.__file__).parent.is_dir():  # imported from an archive: ship that one
             _archive = _containing_file(Path(mqadmin.__file__))
             return _archive
         folder = Path(tempfile.mkdtemp(prefix="mqadmin-job-"))
         atexit.register(shutil.rmtree, folder, True)
         path = folder / "mqadmin-job.zip"
-        write_archive(root, path)
+        write_archive(path)
         _archive = path
         return path
 
 
-def write_archive(root: Path, path: Path) -> Path:
-    """Every module of PACKAGES under ``root`` into the zip ``path`` (nothing compiled)."""
+def package_folders() -> dict[str, Path]:
+    """Where each of PACKAGES is imported from, by import name."""
+    return {name: Path(str(importlib.import_module(name).__file__)).resolve().parent for name in PACKAGES}
+
+
+def write_archive(path: Path) -> Path:
+    """Every module of PACKAGES into the zip ``path`` under its import name (nothing compiled)."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for package in PACKAGES:
-            for file in sorted((root / package).rglob("*.py")):
+        for package, folder in package_folders().items():
+            for file in sorted(folder.rglob("*.py")):
                 if "__pycache__" not in file.parts:
-                    zf.write(file, file.relative_to(root).as_posix())
+                    zf.write(file, f"{package}/{file.relative_to(folder).as_posix()}")
     return path
 
 
@@ -372,9 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m mqadmin.pipeline.session FILE.zip", file=sys.stderr)
         return 2
-    import mqadmin
-
-    path = write_archive(Path(mqadmin.__file__).resolve().parent.parent, Path(args[0]))
+    path = write_archive(Path(args[0]))
     print(path)
     return 0
 

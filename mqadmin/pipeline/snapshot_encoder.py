@@ -31,7 +31,7 @@ from typing import Any
 
 import msgpack
 
-from nameserver.protocol.bodies import TopicRouteData
+from mqnamesrv.protocol.bodies import TopicRouteData
 
 from ..diff import ServerView
 from ..transport.route_pump import RouteBodies

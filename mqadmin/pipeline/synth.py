@@ -50,8 +50,8 @@ from typing import Callable, Iterator, Sequence
 
 import msgpack
 
-from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
-from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
+from mqnamesrv.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
+from mqnamesrv.protocol.codes import ORDER_TOPIC_CONFIG
 
 from .capture import capture_path, write_atomic
 from .delta import DEFAULT_KEYFRAME_EVERY, DeltaEncoder, SplitCapture

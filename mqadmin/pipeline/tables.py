@@ -24,7 +24,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from mqadmin.pipeline import broker_runs, rules
 from mqadmin.pipeline.topics import Timeline
-from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
+from mqnamesrv.protocol.codes import ORDER_TOPIC_CONFIG
 
 
 def date_of(ms: str | Column) -> Column:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from typing import Any, Iterator, Mapping, Sequence
 
-from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
-from nameserver.protocol.codes import MASTER_ID, PERM_READ, PERM_WRITE, RequestCode
+from mqnamesrv.protocol.bodies import ClusterInfo, TopicRouteData
+from mqnamesrv.protocol.codes import MASTER_ID, PERM_READ, PERM_WRITE, RequestCode
 
 from ..diff import Queue
 from ..result import Result

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from nameserver.protocol.codes import PERM_READ, PERM_WRITE
+from mqnamesrv.protocol.codes import PERM_READ, PERM_WRITE
 
 from ..diff import PRESENT, DiffReport, Finding, Kind, Queue, TopicImpact, UnknownName, Value
 from ..diff.watch import Round, ServerChange, server_ids

@@ -1,6 +1,6 @@
 """Typed admin requests of name servers and brokers, over the shared connection core.
 
-``Connection`` is ``nameserver.remoting.RemotingConnection`` (one reader, answers matched
+``Connection`` is ``mqnamesrv.remoting.RemotingConnection`` (one reader, answers matched
 by ``opaque``, pipelining, ``close()`` failing every pending call) with this side's
 error types: ``failure()`` is the one place a ``RemotingError`` becomes an ``Unreachable``
 or ``BadResponse`` naming the server and the request.
@@ -16,14 +16,14 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping, Self
 
-from nameserver.protocol.bodies import ClusterInfo, TopicList, TopicRouteData, decode_kv_table
-from nameserver.protocol.codes import RequestCode, ResponseCode
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.protocol.errors import ProtocolError
-from nameserver.protocol.javahash import hashmap_order
-from nameserver.registry.config import ConfigError as PropertiesError
-from nameserver.registry.config import parse_properties
-from nameserver.remoting import RemotingConnection, RemotingError, split_host_port
+from mqnamesrv.protocol.bodies import ClusterInfo, TopicList, TopicRouteData, decode_kv_table
+from mqnamesrv.protocol.codes import RequestCode, ResponseCode
+from mqnamesrv.protocol.command import RemotingCommand, request
+from mqnamesrv.protocol.errors import ProtocolError
+from mqnamesrv.protocol.javahash import hashmap_order
+from mqnamesrv.registry.config import ConfigError as PropertiesError
+from mqnamesrv.registry.config import parse_properties
+from mqnamesrv.remoting import RemotingConnection, RemotingError, split_host_port
 
 from ..errors import BadResponse, NameServerError, ServerFailure, Unreachable
 

@@ -18,8 +18,8 @@ import asyncio
 import time
 from typing import Callable, Iterable, Sequence
 
-from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
-from nameserver.protocol.codes import ORDER_TOPIC_CONFIG, RequestCode
+from mqnamesrv.protocol.bodies import ClusterInfo, TopicRouteData
+from mqnamesrv.protocol.codes import ORDER_TOPIC_CONFIG, RequestCode
 
 from .client import NamesrvConnection
 from ..diff import ServerView

@@ -29,13 +29,13 @@ from collections import Counter, deque
 from dataclasses import replace
 from typing import Any, Callable, Iterable
 
-from nameserver.protocol.bodies import TopicRouteData
-from nameserver.protocol.codes import RequestCode, ResponseCode
-from nameserver.protocol.command import RemotingCommand, next_opaque
-from nameserver.protocol.errors import ProtocolError
-from nameserver.protocol.fastjson import dumps_str
-from nameserver.protocol.frame import encode
-from nameserver.remoting import RemotingConnection, RemotingError
+from mqnamesrv.protocol.bodies import TopicRouteData
+from mqnamesrv.protocol.codes import RequestCode, ResponseCode
+from mqnamesrv.protocol.command import RemotingCommand, next_opaque
+from mqnamesrv.protocol.errors import ProtocolError
+from mqnamesrv.protocol.fastjson import dumps_str
+from mqnamesrv.protocol.frame import encode
+from mqnamesrv.remoting import RemotingConnection, RemotingError
 
 from .client import build_request, failure
 from ..errors import BadResponse, NameServerError, request_label

@@ -11,11 +11,11 @@ import socket
 import threading
 from typing import Callable, Iterable, Self
 
-from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig, encode_kv_table
-from nameserver.protocol.codes import RequestCode, ResponseCode
-from nameserver.protocol.command import RemotingCommand
-from nameserver.protocol.frame import NEED_DATA, FrameDecoder, encode
-from nameserver.protocol.register import register_request as protocol_register_request
+from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig, encode_kv_table
+from mqnamesrv.protocol.codes import RequestCode, ResponseCode
+from mqnamesrv.protocol.command import RemotingCommand
+from mqnamesrv.protocol.frame import NEED_DATA, FrameDecoder, encode
+from mqnamesrv.protocol.register import register_request as protocol_register_request
 from tests.nsprocess import RawClient
 
 

@@ -7,7 +7,7 @@ from typing import Any, Callable
 import pytest
 
 from mqadmin.diff import allocate_averagely, consumer_queues
-from nameserver.protocol.bodies import BrokerData, QueueData, TopicRouteData
+from mqnamesrv.protocol.bodies import BrokerData, QueueData, TopicRouteData
 from tests.cli.conftest import Run
 from tests.cli.fakes import unused_addr
 from tests.cli.helpers import flat, row

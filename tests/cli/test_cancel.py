@@ -15,9 +15,9 @@ import pytest
 
 from mqadmin.transport.client import NamesrvConnection
 from mqadmin.transport.fanout import ask_all
-from nameserver.protocol.codes import ResponseCode
-from nameserver.protocol.command import RemotingCommand
-from nameserver.protocol.frame import NEED_DATA, FrameDecoder, encode
+from mqnamesrv.protocol.codes import ResponseCode
+from mqnamesrv.protocol.command import RemotingCommand
+from mqnamesrv.protocol.frame import NEED_DATA, FrameDecoder, encode
 
 #: seconds a cancelled call may take to end; the calls' own timeouts are far longer
 BOUND = 3.0

@@ -13,7 +13,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from nameserver.protocol.codes import ResponseCode
+from mqnamesrv.protocol.codes import ResponseCode
 from tests.cli.fakes import ThreadedServer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,10 +10,10 @@ import pytest
 
 from mqadmin.transport.client import BrokerConnection, NamesrvConnection, build_request
 from mqadmin.errors import BadResponse, NameServerError, QueryNotFound, TopicNotExist, Unreachable
-from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
-from nameserver.protocol.codes import RequestCode, ResponseCode
-from nameserver.protocol.command import RemotingCommand
-from nameserver.protocol.frame import decode, encode
+from mqnamesrv.protocol.bodies import ClusterInfo, TopicRouteData
+from mqnamesrv.protocol.codes import RequestCode, ResponseCode
+from mqnamesrv.protocol.command import RemotingCommand
+from mqnamesrv.protocol.frame import decode, encode
 from tests.cli.fakes import CLOSE, ThreadedServer, unused_addr
 from tests.nsprocess import NameServerProcess
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
-from nameserver.protocol.codes import RequestCode, ResponseCode
-from nameserver.protocol.command import RemotingCommand
+from mqnamesrv.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
+from mqnamesrv.protocol.codes import RequestCode, ResponseCode
+from mqnamesrv.protocol.command import RemotingCommand
 from tests.cli.conftest import Run
 from tests.cli.fakes import ThreadedServer, unused_addr
 from tests.cli.helpers import row

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from nameserver.protocol.codes import ResponseCode
+from mqnamesrv.protocol.codes import ResponseCode
 from tests.cli.conftest import Run
 from tests.cli.fakes import FakeBroker, unused_addr
 from tests.cli.helpers import flat, row

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mqadmin.diff import PRESENT, Finding, Kind, ServerView, compare
-from nameserver.protocol.bodies import BrokerData, ClusterInfo, TopicRouteData
+from mqnamesrv.protocol.bodies import BrokerData, ClusterInfo, TopicRouteData
 from tests.diff.views import ADDRS, CLUSTER, SLAVES, bd, qd, route, view, wiped, with_addrs
 
 ORDER = "order_topic"

@@ -11,8 +11,8 @@ from rich.console import Console
 from mqadmin.diff import Kind, ServerView, compare, content_hash, diff_views
 from mqadmin.diff.impact import consumer_queues, producer_queues
 from mqadmin.render.diff import findings_table
-from nameserver.protocol.bodies import ClusterInfo, TopicRouteData
-from nameserver.protocol.frame import decode
+from mqnamesrv.protocol.bodies import ClusterInfo, TopicRouteData
+from mqnamesrv.protocol.frame import decode
 from tests.server.test_golden5_replay import GOLDEN5
 
 STATIC = TopicRouteData.decode(decode((GOLDEN5 / "15-route-static" / "response.bin").read_bytes()).body)

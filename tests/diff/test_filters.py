@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mqadmin.diff import ServerView, UnknownName, suggest, unknown_names, with_suggestions
-from nameserver.protocol.bodies import ClusterInfo
+from mqnamesrv.protocol.bodies import ClusterInfo
 from tests.diff.views import route, view
 
 DOWN = ServerView("C", error="C: GET_BROKER_CLUSTER_INFO (106): connection refused")

@@ -6,7 +6,7 @@ import hashlib
 import json
 
 from mqadmin.diff import ServerView, content_hash, summarize
-from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
+from mqnamesrv.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
 from tests.diff.views import ADDRS, CLUSTER, SLAVES, bd, qd, route, view
 
 ORDER = "order_topic"

@@ -10,7 +10,7 @@ import pytest
 from mqadmin.diff import (
     EXACT_LIMIT, BrokerShare, Queue, allocate_averagely, allocate_by_circle, consumer_queues, impact, producer_queues,
 )
-from nameserver.protocol.bodies import TopicRouteData
+from mqnamesrv.protocol.bodies import TopicRouteData
 from tests.diff.views import bd, qd, route, wiped
 
 

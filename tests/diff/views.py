@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from mqadmin.diff import ServerView
-from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
+from mqnamesrv.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
 
 CLUSTER = "DefaultCluster"
 ADDRS = {"broker-a": "10.0.0.1:10911", "broker-b": "10.0.0.3:10911", "broker-c": "10.0.0.5:10911"}

@@ -15,9 +15,9 @@ from typing import Callable, Iterator
 
 import pytest
 
-from nameserver.protocol.bodies import ClusterInfo
-from nameserver.protocol.codes import RequestCode, ResponseCode
-from nameserver.protocol.command import request
+from mqnamesrv.protocol.bodies import ClusterInfo
+from mqnamesrv.protocol.codes import RequestCode, ResponseCode
+from mqnamesrv.protocol.command import request
 from tests.cli.conftest import Run, addrs, cli, fake_server, kept_brokers, trio  # noqa: F401  (fixtures)
 from tests.nsprocess import RawClient
 

@@ -15,10 +15,10 @@ from mqadmin.transport.client import build_request
 from mqadmin.transport.collect import collect_views
 from mqadmin.diff import ServerView
 from mqadmin.transport.route_pump import route_request_frame
-from nameserver.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicList, TopicRouteData
-from nameserver.protocol.codes import RequestCode, ResponseCode
-from nameserver.protocol.command import RemotingCommand
-from nameserver.protocol.frame import encode
+from mqnamesrv.protocol.bodies import BrokerData, ClusterInfo, QueueData, TopicList, TopicRouteData
+from mqnamesrv.protocol.codes import RequestCode, ResponseCode
+from mqnamesrv.protocol.command import RemotingCommand
+from mqnamesrv.protocol.frame import encode
 from tests.cli.conftest import Run
 from tests.cli.fakes import CLOSE, ThreadedServer, unused_addr
 from tests.diffcli.conftest import Brokers

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from mqadmin.diff import ServerView, content_hash, diff_views
-from nameserver.protocol.bodies import BrokerData, QueueData, TopicRouteData
+from mqnamesrv.protocol.bodies import BrokerData, QueueData, TopicRouteData
 from tests.diff.views import route, view
 
 

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Coroutine, TypeVar
 
-from nameserver.protocol.bodies import ClusterInfo, QueueData, TopicRouteData, decode_kv_table
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.codes import ResponseCode
-from nameserver.protocol.command import request
+from mqnamesrv.protocol.bodies import ClusterInfo, QueueData, TopicRouteData, decode_kv_table
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.codes import ResponseCode
+from mqnamesrv.protocol.command import request
 from mqadmin.fixture.link import cancel_all
 from tests.nsprocess import RawClient
 

@@ -8,10 +8,10 @@ from typing import Callable, Iterator
 import pytest
 
 from mqadmin.fixture.broker_sim import BrokerConfig, SimulatedBroker
-from nameserver.protocol.bodies import TopicConfig, TopicRouteData
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.command import request
-from nameserver.protocol.frame import decode
+from mqnamesrv.protocol.bodies import TopicConfig, TopicRouteData
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.command import request
+from mqnamesrv.protocol.frame import decode
 from tests.fixtures_sim.harness import LoopThread, wait_for
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.test_golden5_replay import GOLDEN5

@@ -9,8 +9,8 @@ import asyncio
 
 from mqadmin.fixture.broker_sim import BrokerConfig, SimulatedBroker
 from mqadmin.fixture.link import Link
-from nameserver.protocol.codes import RequestCode
-from nameserver.protocol.command import RemotingCommand, request
+from mqnamesrv.protocol.codes import RequestCode
+from mqnamesrv.protocol.command import RemotingCommand, request
 from tests.cli.test_cancel import LONG, CancelOnAnswerLoop, Peer, all_closed, cancelled_promptly, run, until
 
 

@@ -11,10 +11,10 @@ from typing import Iterator
 import pytest
 from typer.testing import CliRunner
 
-from nameserver.protocol.bodies import TopicList
-from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.command import request
+from mqnamesrv.protocol.bodies import TopicList
+from mqnamesrv.protocol.codes import ORDER_TOPIC_CONFIG
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.command import request
 from tests.nsprocess import RawClient
 from tests.fixtures_sim.harness import FIXTURES, FixtureProcess, kv_namespace, listed, queues, wait_for
 

@@ -11,11 +11,11 @@ from typing import Callable, Iterator
 import pytest
 
 from mqadmin.fixture.broker_sim import BrokerConfig, SimulatedBroker
-from nameserver.protocol.bodies import TopicConfig, decode_kv_table
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.codes import ResponseCode
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.protocol.frame import NEED_DATA, FrameDecoder, encode
+from mqnamesrv.protocol.bodies import TopicConfig, decode_kv_table
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.codes import ResponseCode
+from mqnamesrv.protocol.command import RemotingCommand, request
+from mqnamesrv.protocol.frame import NEED_DATA, FrameDecoder, encode
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.fixtures_sim.harness import LoopThread, listed, queues, wait_for
 

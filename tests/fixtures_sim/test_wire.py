@@ -12,10 +12,10 @@ import pytest
 from mqadmin.fixture.broker_sim import BrokerConfig, SimulatedBroker, java_table_order
 from mqadmin.fixture.loader import load_fixture
 from mqadmin.fixture.runner import broker_config
-from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig, decode_kv_table
-from nameserver.protocol.codes import RequestCode
-from nameserver.protocol.compressed import decode_compressed
-from nameserver.protocol.frame import decode, encode
+from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig, decode_kv_table
+from mqnamesrv.protocol.codes import RequestCode
+from mqnamesrv.protocol.compressed import decode_compressed
+from mqnamesrv.protocol.frame import decode, encode
 from tests.conftest import GOLDEN
 from tests.fixtures_sim.harness import FIXTURES
 

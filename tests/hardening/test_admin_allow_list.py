@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.command import request
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.command import request
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 from tests.server.test_start import run_cli

@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 
 from mqadmin.bench.load import EchoServer, topics_body
 from mqadmin.cli import app
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.command import request
-from nameserver.protocol.frame import encode
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.command import request
+from mqnamesrv.protocol.frame import encode
 from tests.nsprocess import NameServerProcess, RawClient
 
 runner = CliRunner()

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Callable
 
-from nameserver.protocol.bodies import DataVersion
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.codes import ResponseCode
-from nameserver.protocol.command import request
-from nameserver.protocol.register import register_request
-from nameserver.registry.config import NamesrvConfig
-from nameserver.registry.kv import KVStore
-from nameserver.registry.routes import RouteTable
-from nameserver.server.dispatch import OFF_LOOP_BODY_BYTES, Processor
+from mqnamesrv.protocol.bodies import DataVersion
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.codes import ResponseCode
+from mqnamesrv.protocol.command import request
+from mqnamesrv.protocol.register import register_request
+from mqnamesrv.registry.config import NamesrvConfig
+from mqnamesrv.registry.kv import KVStore
+from mqnamesrv.registry.routes import RouteTable
+from mqnamesrv.server.dispatch import OFF_LOOP_BODY_BYTES, Processor
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 

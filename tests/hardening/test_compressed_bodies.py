@@ -13,13 +13,13 @@ from typing import Callable
 
 import pytest
 
-from nameserver.protocol.bodies import DataVersion
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.codes import ResponseCode
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.protocol.compressed import decode_compressed
-from nameserver.protocol.errors import BodyDecodeError
-from nameserver.protocol.register import register_request
+from mqnamesrv.protocol.bodies import DataVersion
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.codes import ResponseCode
+from mqnamesrv.protocol.command import RemotingCommand, request
+from mqnamesrv.protocol.compressed import decode_compressed
+from mqnamesrv.protocol.errors import BodyDecodeError
+from mqnamesrv.protocol.register import register_request
 from tests.nsprocess import NameServerProcess, RawClient
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.codes import ResponseCode
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.registry.config import parse_properties
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.codes import ResponseCode
+from mqnamesrv.protocol.command import RemotingCommand, request
+from mqnamesrv.registry.config import parse_properties
 from tests.nsprocess import NameServerProcess, RawClient
 
 INJECTION = "x\nadminAllowList=0.0.0.0/0\nkvConfigPath=/tmp/evil-kv.json\nbrokerAllowList=\n#"

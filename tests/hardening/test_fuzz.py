@@ -10,15 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.codes import SerializeType
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.protocol.errors import ProtocolError
-from nameserver.protocol.frame import NEED_DATA, FrameDecoder, decode, encode
-from nameserver.registry.config import NamesrvConfig
-from nameserver.registry.kv import KVStore
-from nameserver.registry.routes import RouteTable
-from nameserver.server.dispatch import Processor
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.codes import SerializeType
+from mqnamesrv.protocol.command import RemotingCommand, request
+from mqnamesrv.protocol.errors import ProtocolError
+from mqnamesrv.protocol.frame import NEED_DATA, FrameDecoder, decode, encode
+from mqnamesrv.registry.config import NamesrvConfig
+from mqnamesrv.registry.kv import KVStore
+from mqnamesrv.registry.routes import RouteTable
+from mqnamesrv.server.dispatch import Processor
 from tests.nsprocess import NameServerProcess, RawClient
 
 GOLDEN = Path(__file__).parents[1] / "golden"

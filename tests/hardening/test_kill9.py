@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.command import request
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.command import request
 from tests.nsprocess import NameServerProcess, RawClient
 
 

@@ -7,8 +7,8 @@ import time
 import urllib.request
 from typing import Callable
 
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.command import request
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.command import request
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 

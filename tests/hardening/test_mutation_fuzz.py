@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from nameserver.protocol.errors import ProtocolError
-from nameserver.protocol.frame import decode, encode
-from nameserver.registry.config import NamesrvConfig
-from nameserver.registry.kv import KVStore
-from nameserver.registry.routes import RouteTable
-from nameserver.server.dispatch import Processor
+from mqnamesrv.protocol.errors import ProtocolError
+from mqnamesrv.protocol.frame import decode, encode
+from mqnamesrv.registry.config import NamesrvConfig
+from mqnamesrv.registry.kv import KVStore
+from mqnamesrv.registry.routes import RouteTable
+from mqnamesrv.server.dispatch import Processor
 
 GOLDEN = Path(__file__).parents[1] / "golden"
 CAPTURES = [p.read_bytes() for p in sorted(GOLDEN.glob("*/request.bin"))]

@@ -11,12 +11,12 @@ from typing import Callable
 
 import pytest
 
-from nameserver.protocol.bodies import ClusterInfo
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.codes import ResponseCode
-from nameserver.protocol.command import request
-from nameserver.protocol.frame import encode
-from nameserver.protocol.register import register_request
+from mqnamesrv.protocol.bodies import ClusterInfo
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.codes import ResponseCode
+from mqnamesrv.protocol.command import request
+from mqnamesrv.protocol.frame import encode
+from mqnamesrv.protocol.register import register_request
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.command import request
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.command import request
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.test_start import run_cli
 

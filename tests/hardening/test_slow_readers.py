@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.command import request
-from nameserver.protocol.frame import encode
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.command import request
+from mqnamesrv.protocol.frame import encode
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 

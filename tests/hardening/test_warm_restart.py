@@ -8,9 +8,9 @@ from pathlib import Path
 
 import msgpack
 
-from nameserver.protocol.bodies import TopicRouteData
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.command import request
+from mqnamesrv.protocol.bodies import TopicRouteData
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.command import request
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 

@@ -55,7 +55,7 @@ def hand_rounds() -> list[list[ServerView]]:
     * 7: C unreachable, B's topic list failed, A and B disagree on a slave address;
     * 8 agree.
     """
-    from nameserver.protocol.bodies import QueueData, TopicRouteData
+    from mqnamesrv.protocol.bodies import QueueData, TopicRouteData
     from tests.diff.views import bd, route, view, wiped, with_addrs
 
     def agreeing(addr: str) -> ServerView:

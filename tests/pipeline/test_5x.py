@@ -14,7 +14,7 @@ import pytest
 from mqadmin.diff import Kind, ServerView, canonical_route, content_hash, diff_views
 from mqadmin.pipeline import flatten, rules
 from mqadmin.pipeline.schema import capture_of, decode_capture, encode_capture
-from nameserver.protocol.bodies import BrokerData, ClusterInfo, TopicQueueMappingInfo, TopicRouteData
+from mqnamesrv.protocol.bodies import BrokerData, ClusterInfo, TopicQueueMappingInfo, TopicRouteData
 from tests.diff.views import CLUSTER, bd, qd
 from tests.pipeline.conftest import A, B, C, MINUTE, T0, at_rounds, chain_pass, judge_round, routes_rows, write_history
 from tests.pipeline.test_job import assert_divergence_is_diff_views

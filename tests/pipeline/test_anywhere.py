@@ -60,7 +60,7 @@ def executor_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
                     *EXECUTOR_REQUIREMENTS], check=True, timeout=600)
     probe = subprocess.run([str(python), "-c", "import importlib.util as u; print([m for m in "
-                            "('mqadmin', 'nameserver', 'pyspark', 'typer') if u.find_spec(m)])"],
+                            "('mqadmin', 'mqnamesrv', 'pyspark', 'typer') if u.find_spec(m)])"],
                            capture_output=True, text=True, timeout=60, cwd=venv)
     assert probe.stdout.strip() == "[]", probe.stdout + probe.stderr
     return python

@@ -15,7 +15,7 @@ from mqadmin.pipeline.capture import capture_files, next_round, write_atomic, wr
 from mqadmin.pipeline.schema import (
     SCHEMA, VERSION, CaptureFormatError, capture_of, check_location, decode_capture, encode_capture, file_name,
 )
-from nameserver.protocol.bodies import BrokerData, QueueData, TopicRouteData
+from mqnamesrv.protocol.bodies import BrokerData, QueueData, TopicRouteData
 from tests.diff.views import route, view, wiped, with_addrs
 from tests.pipeline.conftest import T0, chain_pass, judge_round, routes_rows
 

@@ -50,10 +50,13 @@ def test_conf_items() -> None:
 
 def test_code_archive_holds_every_module_of_ours(tmp_path: Path) -> None:
     root = Path(__file__).resolve().parents[2]
-    path = session.write_archive(root, tmp_path / "job.zip")
+    path = session.write_archive(tmp_path / "job.zip")
     names = set(zipfile.ZipFile(path).namelist())
-    for package in session.PACKAGES:
-        expected = {p.relative_to(root).as_posix() for p in (root / package).rglob("*.py")
+    folders = session.package_folders()
+    assert folders == {"mqadmin": root / "mqadmin", "mqnamesrv": root / "nameserver" / "mqnamesrv"}
+    for package, folder in folders.items():
+        expected = {f"{package}/{p.relative_to(folder).as_posix()}" for p in folder.rglob("*.py")
                     if "__pycache__" not in p.parts}
         assert expected and expected <= names
+    assert "mqnamesrv/protocol/frame.py" in names and not any(n.startswith("nameserver/") for n in names)
     assert not any(n.startswith("tests/") or n.endswith(".pyc") for n in names)

@@ -9,7 +9,7 @@ import zlib
 
 import pytest
 
-from nameserver.protocol.bodies import (
+from mqnamesrv.protocol.bodies import (
     BrokerData,
     ClusterInfo,
     DataVersion,
@@ -22,8 +22,8 @@ from nameserver.protocol.bodies import (
     encode_kv_table,
     queue_shapes,
 )
-from nameserver.protocol.compressed import decode_compressed, encode_compressed
-from nameserver.protocol.errors import BodyDecodeError, ProtocolError
+from mqnamesrv.protocol.compressed import decode_compressed, encode_compressed
+from mqnamesrv.protocol.errors import BodyDecodeError, ProtocolError
 
 # ================================================================ DataVersion ====
 

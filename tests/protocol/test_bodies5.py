@@ -11,10 +11,10 @@ import zlib
 
 import pytest
 
-from nameserver.protocol.bodies import BrokerData, RegisterBrokerBody, TopicQueueMappingInfo, TopicRouteData
-from nameserver.protocol.compressed import decode_compressed
-from nameserver.protocol.errors import BodyDecodeError
-from nameserver.protocol.frame import decode
+from mqnamesrv.protocol.bodies import BrokerData, RegisterBrokerBody, TopicQueueMappingInfo, TopicRouteData
+from mqnamesrv.protocol.compressed import decode_compressed
+from mqnamesrv.protocol.errors import BodyDecodeError
+from mqnamesrv.protocol.frame import decode
 from tests.server.test_golden5_replay import GOLDEN5
 
 INFO = TopicQueueMappingInfo(topic="static_t", bname="broker5", total_queues=4, epoch=1795553231437,

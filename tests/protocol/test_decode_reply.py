@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from nameserver.protocol.codes import SerializeType
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.protocol.errors import RemoteProtocolError
-from nameserver.protocol.frame import NEED_DATA, FrameDecoder, decode_payload, decode_plain_json, decode_reply, encode
+from mqnamesrv.protocol.codes import SerializeType
+from mqnamesrv.protocol.command import RemotingCommand, request
+from mqnamesrv.protocol.errors import RemoteProtocolError
+from mqnamesrv.protocol.frame import NEED_DATA, FrameDecoder, decode_payload, decode_plain_json, decode_reply, encode
 
 TESTS = Path(__file__).resolve().parents[1]
 CAPTURES = sorted(

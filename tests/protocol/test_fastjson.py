@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from nameserver.protocol.fastjson import dumps_long_key_map, dumps_plain, dumps_str, lenient_loads
+from mqnamesrv.protocol.fastjson import dumps_long_key_map, dumps_plain, dumps_str, lenient_loads
 
 # ------------------------------------------------------------------- reader ----
 

@@ -10,10 +10,10 @@ import struct
 
 import pytest
 
-from nameserver.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, SerializeType
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.protocol.errors import LocalProtocolError, RemoteProtocolError
-from nameserver.protocol.frame import (
+from mqnamesrv.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, SerializeType
+from mqnamesrv.protocol.command import RemotingCommand, request
+from mqnamesrv.protocol.errors import LocalProtocolError, RemoteProtocolError
+from mqnamesrv.protocol.frame import (
     DEFAULT_MAX_FRAME,
     NEED_DATA,
     FrameDecoder,

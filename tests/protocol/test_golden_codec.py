@@ -19,12 +19,12 @@ from typing import Any, Callable
 
 import pytest
 
-from nameserver.protocol import bodies
-from nameserver.protocol.codes import RequestCode, SerializeType
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.protocol.compressed import decode_compressed, encode_compressed
-from nameserver.protocol.fastjson import lenient_loads
-from nameserver.protocol.frame import NEED_DATA, FrameDecoder, decode, encode
+from mqnamesrv.protocol import bodies
+from mqnamesrv.protocol.codes import RequestCode, SerializeType
+from mqnamesrv.protocol.command import RemotingCommand, request
+from mqnamesrv.protocol.compressed import decode_compressed, encode_compressed
+from mqnamesrv.protocol.fastjson import lenient_loads
+from mqnamesrv.protocol.frame import NEED_DATA, FrameDecoder, decode, encode
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 FOLDERS = sorted(p.name for p in GOLDEN.iterdir() if p.is_dir() and p.name[:2].isdigit())

@@ -6,11 +6,11 @@ import struct
 
 import pytest
 
-from nameserver.protocol.codes import SerializeType
-from nameserver.protocol.command import RemotingCommand
-from nameserver.protocol.errors import LocalProtocolError, RemoteProtocolError
-from nameserver.protocol.frame import decode, encode
-from nameserver.protocol.header import (
+from mqnamesrv.protocol.codes import SerializeType
+from mqnamesrv.protocol.command import RemotingCommand
+from mqnamesrv.protocol.errors import LocalProtocolError, RemoteProtocolError
+from mqnamesrv.protocol.frame import decode, encode
+from mqnamesrv.protocol.header import (
     decode_binary_header,
     decode_json_header,
     encode_binary_header,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nameserver.protocol.frame import decode, encode
-from nameserver.protocol.register import next_port, register_request
+from mqnamesrv.protocol.frame import decode, encode
+from mqnamesrv.protocol.register import next_port, register_request
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
@@ -32,13 +32,13 @@ def test_ha_address_defaults_to_the_next_port() -> None:
 # ------------------------------------------------------------ body key ----
 
 def _body(counter: int, topics: dict[str, int], state_version: int | None = None) -> bytes:
-    from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+    from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
     return RegisterBrokerBody(DataVersion(counter, 1000 + counter, state_version),
                               {t: TopicConfig(t, n, n) for t, n in topics.items()}).encode()
 
 
 def test_body_key_ignores_the_data_version_and_returns_it() -> None:
-    from nameserver.protocol.bodies import DataVersion, register_body_key
+    from mqnamesrv.protocol.bodies import DataVersion, register_body_key
     first, second = register_body_key(_body(1, {"a": 4}), 409), register_body_key(_body(7, {"a": 4}, 3), 409)
     assert first is not None and second is not None
     assert first[0] == second[0]
@@ -46,7 +46,7 @@ def test_body_key_ignores_the_data_version_and_returns_it() -> None:
 
 
 def test_body_key_changes_with_the_topics_and_the_request_version() -> None:
-    from nameserver.protocol.bodies import register_body_key
+    from mqnamesrv.protocol.bodies import register_body_key
     base = register_body_key(_body(1, {"a": 4}), 409)
     assert base is not None
     assert register_body_key(_body(1, {"a": 8}), 409)[0] != base[0]  # type: ignore[index]
@@ -55,7 +55,7 @@ def test_body_key_changes_with_the_topics_and_the_request_version() -> None:
 
 
 def test_body_key_refuses_what_it_cannot_cut_safely() -> None:
-    from nameserver.protocol.bodies import register_body_key
+    from mqnamesrv.protocol.bodies import register_body_key
     assert register_body_key(b'{"filterServerList":[]}', 409) is None
     assert register_body_key(b'{"x":{"dataVersion":{"counter":"1}"}}}', 409) is None
     assert register_body_key(b'{"x":{"dataVersion":{"counter":1,"nested":{"a":1}}}}', 409) is None

@@ -8,9 +8,9 @@ from array import array
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
-from nameserver.protocol.register import register_body
-from nameserver.protocol.table_pieces import table_changes
+from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from mqnamesrv.protocol.register import register_body
+from mqnamesrv.protocol.table_pieces import table_changes
 
 V = 409  # a 4.9.8 broker's request version
 NONE: array = array("q")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Hashable, Iterable, Mapping, Sequence
 
-from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
-from nameserver.protocol.command import RemotingCommand
-from nameserver.protocol.register import next_port, register_body, register_request
-from nameserver.registry.routes import RegisterResult, RouteTable
+from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from mqnamesrv.protocol.command import RemotingCommand
+from mqnamesrv.protocol.register import next_port, register_body, register_request
+from mqnamesrv.registry.routes import RegisterResult, RouteTable
 
 CLUSTER = "DefaultCluster"
 TS = 1_700_000_000_000

@@ -7,8 +7,8 @@ from __future__ import annotations
 import gc
 import tracemalloc
 
-from nameserver.protocol.bodies import DataVersion
-from nameserver.registry.routes import RouteTable
+from mqnamesrv.protocol.bodies import DataVersion
+from mqnamesrv.registry.routes import RouteTable
 
 
 def _churn(rt: RouteTable, first: int, count: int, *, expire: bool = False) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nameserver.registry.config import ConfigError, NamesrvConfig, load_properties_file, parse_properties
+from mqnamesrv.registry.config import ConfigError, NamesrvConfig, load_properties_file, parse_properties
 
 #: Java's fixed keys plus ours (paths and the write allowlist must never be widened remotely).
 FIXED = {"configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome", "adminAllowList", "brokerAllowList",

@@ -7,15 +7,15 @@ from typing import Callable, Hashable, Mapping
 
 import pytest
 
-from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.codes import ResponseCode, SerializeType
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.registry.clock import ManualClock
-from nameserver.registry.config import NamesrvConfig
-from nameserver.registry.kv import KVStore
-from nameserver.registry.routes import RouteTable
-from nameserver.server.dispatch import Processor
+from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.codes import ResponseCode, SerializeType
+from mqnamesrv.protocol.command import RemotingCommand, request
+from mqnamesrv.registry.clock import ManualClock
+from mqnamesrv.registry.config import NamesrvConfig
+from mqnamesrv.registry.kv import KVStore
+from mqnamesrv.registry.routes import RouteTable
+from mqnamesrv.server.dispatch import Processor
 from tests.registry.builders import (
     CLUSTER, MASTER_A, MASTER_B, SLAVE_A, TS, broker_ext, dv, ha_of, register_cmd, topic,
 )

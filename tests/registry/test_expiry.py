@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nameserver.registry.clock import ManualClock, system_clock
-from nameserver.registry.routes import Removal, RouteTable
+from mqnamesrv.registry.clock import ManualClock, system_clock
+from mqnamesrv.registry.routes import Removal, RouteTable
 from tests.registry.builders import CLUSTER, MASTER_A, MASTER_B, SLAVE_A, dv, register, topic
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nameserver.registry.kv import KVConfigError, KVStore
+from mqnamesrv.registry.kv import KVConfigError, KVStore
 
 ORDER = "ORDER_TOPIC_CONFIG"
 

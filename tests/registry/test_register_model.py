@@ -18,16 +18,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
-from nameserver.protocol.codes import PERM_READ, PERM_WRITE
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.command import request
-from nameserver.protocol.register import register_body, register_request
-from nameserver.registry.config import NamesrvConfig
-from nameserver.registry.kv import KVStore
-from nameserver.registry.routes import RouteTable, TopicsDiff
-from nameserver.server import dispatch
-from nameserver.server.dispatch import Processor
+from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from mqnamesrv.protocol.codes import PERM_READ, PERM_WRITE
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.command import request
+from mqnamesrv.protocol.register import register_body, register_request
+from mqnamesrv.registry.config import NamesrvConfig
+from mqnamesrv.registry.kv import KVStore
+from mqnamesrv.registry.routes import RouteTable, TopicsDiff
+from mqnamesrv.server import dispatch
+from mqnamesrv.server.dispatch import Processor
 
 CLUSTER = "ModelCluster"
 NAMES = ("broker-a", "broker-b")

@@ -6,9 +6,9 @@ from typing import Callable
 
 import pytest
 
-from nameserver.protocol.bodies import BrokerData, DataVersion, QueueData, TopicRouteData
-from nameserver.registry.clock import ManualClock
-from nameserver.registry.routes import RegisterResult, Removal, RouteTable
+from mqnamesrv.protocol.bodies import BrokerData, DataVersion, QueueData, TopicRouteData
+from mqnamesrv.registry.clock import ManualClock
+from mqnamesrv.registry.routes import RegisterResult, Removal, RouteTable
 from tests.registry.builders import CLUSTER, MASTER_A, MASTER_B, SLAVE_A, ha_of, register, topic
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from nameserver.protocol.bodies import TopicQueueMappingInfo
-from nameserver.registry.clock import ManualClock
-from nameserver.registry.route5 import filter_by_zone, requested_zone, with_acting_masters
-from nameserver.registry.routes import RouteTable
+from mqnamesrv.protocol.bodies import TopicQueueMappingInfo
+from mqnamesrv.registry.clock import ManualClock
+from mqnamesrv.registry.route5 import filter_by_zone, requested_zone, with_acting_masters
+from mqnamesrv.registry.routes import RouteTable
 from tests.registry.builders import CLUSTER, MASTER_A, MASTER_B, SLAVE_A, dv, ha_of, topic
 from tests.registry.test_expiry import clock, table  # noqa: F401  (the manual clock and its table)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from nameserver.protocol.bodies import QueueData
-from nameserver.registry.clock import ManualClock
-from nameserver.registry.routes import QueueMap, RouteTable
+from mqnamesrv.protocol.bodies import QueueData
+from mqnamesrv.registry.clock import ManualClock
+from mqnamesrv.registry.routes import QueueMap, RouteTable
 from tests.registry.builders import CLUSTER, MASTER_A, MASTER_B, register, topic
 
 NAMES = [f"t{i}" for i in range(50)]

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
-from nameserver.protocol.register import register_body, register_request
-from nameserver.registry.config import NamesrvConfig
-from nameserver.registry.kv import KVStore
-from nameserver.registry.routes import RouteTable
-from nameserver.server import dispatch
-from nameserver.server.dispatch import Processor
+from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from mqnamesrv.protocol.register import register_body, register_request
+from mqnamesrv.registry.config import NamesrvConfig
+from mqnamesrv.registry.kv import KVStore
+from mqnamesrv.registry.routes import RouteTable
+from mqnamesrv.server import dispatch
+from mqnamesrv.server.dispatch import Processor
 
 SLAVE = "10.0.0.2:10911"
 

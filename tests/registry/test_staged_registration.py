@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from nameserver.protocol.bodies import DataVersion
-from nameserver.protocol.codes import PERM_READ, PERM_WRITE
-from nameserver.registry.routes import RouteTable, StagedTopics, TopicsDiff
+from mqnamesrv.protocol.bodies import DataVersion
+from mqnamesrv.protocol.codes import PERM_READ, PERM_WRITE
+from mqnamesrv.registry.routes import RouteTable, StagedTopics, TopicsDiff
 from tests.registry.builders import CLUSTER, MASTER_A, MASTER_B, dv, ha_of
 
 MASTER_C = "10.0.0.5:10911"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from nameserver.registry.kv import KVStore
-from nameserver.storage import PathLock, StorageError, atomic_write, load_kv
+from mqnamesrv.registry.kv import KVStore
+from mqnamesrv.storage import PathLock, StorageError, atomic_write, load_kv
 
 JAVA_KV = b'{"configTable":{"ORDER_TOPIC_CONFIG":{"order_topic":"broker-a:4;broker-b:4"}}}'
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nameserver.registry.topic_table import TopicTable
+from mqnamesrv.registry.topic_table import TopicTable
 
 # Few distinct names so that sequences re-add, delete and collide often; odd ones too.
 NAMES = st.sampled_from(["a", "b", "topic_1", "%RETRY%g", "тема", "\ud800lone", "", "x" * 300]

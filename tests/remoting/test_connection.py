@@ -10,10 +10,10 @@ from typing import Awaitable, Callable
 
 import pytest
 
-from nameserver.protocol.codes import FLAG_RESPONSE
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.protocol.frame import NEED_DATA, FrameDecoder, encode
-from nameserver.remoting import RemotingConnection, RemotingError, split_host_port
+from mqnamesrv.protocol.codes import FLAG_RESPONSE
+from mqnamesrv.protocol.command import RemotingCommand, request
+from mqnamesrv.protocol.frame import NEED_DATA, FrameDecoder, encode
+from mqnamesrv.remoting import RemotingConnection, RemotingError, split_host_port
 
 Peer = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 

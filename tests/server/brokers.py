@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from nameserver.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
-from nameserver.protocol.codes import SerializeType
-from nameserver.protocol.command import RemotingCommand
-from nameserver.protocol.register import register_body, register_request
+from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from mqnamesrv.protocol.codes import SerializeType
+from mqnamesrv.protocol.command import RemotingCommand
+from mqnamesrv.protocol.register import register_body, register_request
 
 
 def register(

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.command import request
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.command import request
 from tests.nsprocess import NameServerProcess, RawClient
 
 BAD_FRAMES = {
@@ -52,7 +52,7 @@ def test_bad_body_is_an_error_answer_not_a_close(server: NameServerProcess) -> N
 
 
 def test_frame_split_into_single_bytes(server: NameServerProcess) -> None:
-    from nameserver.protocol.frame import encode
+    from mqnamesrv.protocol.frame import encode
 
     with RawClient(server.addr) as c:
         data = encode(request(R.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, opaque=77))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from nameserver.protocol.bodies import TopicRouteData
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.command import request
-from nameserver.protocol.frame import NEED_DATA, FrameDecoder, encode
+from mqnamesrv.protocol.bodies import TopicRouteData
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.command import request
+from mqnamesrv.protocol.frame import NEED_DATA, FrameDecoder, encode
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 

@@ -17,10 +17,10 @@ from typing import Callable
 
 import pytest
 
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.codes import ResponseCode
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.registry.config import parse_properties
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.codes import ResponseCode
+from mqnamesrv.protocol.command import RemotingCommand, request
+from mqnamesrv.registry.config import parse_properties
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from nameserver.server.app import freeze_start_up_objects
+from mqnamesrv.server.app import freeze_start_up_objects
 
 
 def test_objects_alive_at_start_are_frozen_and_later_ones_are_not() -> None:

@@ -16,8 +16,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from nameserver.protocol.codes import ResponseCode
-from nameserver.protocol.frame import decode
+from mqnamesrv.protocol.codes import ResponseCode
+from mqnamesrv.protocol.frame import decode
 from tests.nsprocess import NameServerProcess, RawClient
 
 GOLDEN5 = Path(__file__).resolve().parent.parent / "golden5"

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from nameserver.protocol.codes import ResponseCode
-from nameserver.protocol.fastjson import lenient_loads
-from nameserver.protocol.frame import decode, encode
-from nameserver.registry.config import parse_properties
+from mqnamesrv.protocol.codes import ResponseCode
+from mqnamesrv.protocol.fastjson import lenient_loads
+from mqnamesrv.protocol.frame import decode, encode
+from mqnamesrv.registry.config import parse_properties
 from tests.conftest import GOLDEN
 from tests.nsprocess import NameServerProcess, RawClient
 

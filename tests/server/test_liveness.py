@@ -8,9 +8,9 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from nameserver.protocol.bodies import ClusterInfo
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.command import request
+from mqnamesrv.protocol.bodies import ClusterInfo
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.command import request
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 

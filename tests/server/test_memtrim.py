@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from nameserver.server.memtrim import release_free_memory
+from mqnamesrv.server.memtrim import release_free_memory
 
 
 @pytest.mark.skipif(sys.platform != "linux" or platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.command import request
-from nameserver.registry.config import parse_properties
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.command import request
+from mqnamesrv.registry.config import parse_properties
 from tests.nsprocess import NameServerProcess, RawClient
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import threading
 import time
 
-from nameserver.protocol.bodies import TopicList, TopicRouteData
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.codes import ResponseCode
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.protocol.frame import encode
-from nameserver.protocol.register import register_request
-from nameserver.server.dispatch import OFF_LOOP_BODY_BYTES
+from mqnamesrv.protocol.bodies import TopicList, TopicRouteData
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.codes import ResponseCode
+from mqnamesrv.protocol.command import RemotingCommand, request
+from mqnamesrv.protocol.frame import encode
+from mqnamesrv.protocol.register import register_request
+from mqnamesrv.server.dispatch import OFF_LOOP_BODY_BYTES
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 

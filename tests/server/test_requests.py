@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from nameserver.protocol.bodies import ClusterInfo, DataVersion, TopicList, TopicRouteData, decode_kv_table
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.codes import ResponseCode, SerializeType
-from nameserver.protocol.command import request
-from nameserver.protocol.frame import encode
+from mqnamesrv.protocol.bodies import ClusterInfo, DataVersion, TopicList, TopicRouteData, decode_kv_table
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.codes import ResponseCode, SerializeType
+from mqnamesrv.protocol.command import request
+from mqnamesrv.protocol.frame import encode
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from nameserver.protocol.codes import RequestCode as R
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.protocol.frame import encode
+from mqnamesrv.protocol.codes import RequestCode as R
+from mqnamesrv.protocol.command import RemotingCommand, request
+from mqnamesrv.protocol.frame import encode
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 from tests.server.test_liveness import wait_for

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from nameserver.protocol.codes import RequestCode as R, SerializeType
-from nameserver.protocol.command import RemotingCommand, request
-from nameserver.protocol.frame import encode
-from nameserver.server.route_answers import Cut, RouteAnswers, cut_opaque
+from mqnamesrv.protocol.codes import RequestCode as R, SerializeType
+from mqnamesrv.protocol.command import RemotingCommand, request
+from mqnamesrv.protocol.frame import encode
+from mqnamesrv.server.route_answers import Cut, RouteAnswers, cut_opaque
 
 
 def _kept(answers: RouteAnswers, cmd: RemotingCommand, epoch: object = 1) -> bytes:

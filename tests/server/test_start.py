@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from nameserver.protocol.codes import RequestCode, ResponseCode
-from nameserver.protocol.command import request
+from mqnamesrv.protocol.codes import RequestCode, ResponseCode
+from mqnamesrv.protocol.command import request
 from tests.nsprocess import BANNER_RE, NameServerProcess, RawClient
 
 

@@ -16,8 +16,8 @@ from mqadmin.pipeline.schema import capture_of, decode_capture, encode_capture
 from mqadmin.pipeline.snapshot_encoder import SnapshotEncoder
 from mqadmin.transport.collect import collect_views
 from mqadmin.transport.route_pump import RouteBodies
-from nameserver.protocol.bodies import TopicRouteData
-from nameserver.protocol.codes import ORDER_TOPIC_CONFIG
+from mqnamesrv.protocol.bodies import TopicRouteData
+from mqnamesrv.protocol.codes import ORDER_TOPIC_CONFIG
 from tests.nsprocess import NameServerProcess
 from tests.pipeline.conftest import T0, hand_rounds
 from tests.snapshot.fleet import Broker, delete_topics, put_kv

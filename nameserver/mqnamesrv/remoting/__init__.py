@@ -2,8 +2,8 @@
 shared by the broker, the clients and the admin tools: the admin client, the route pump,
 the bench load generator and the broker simulator all talk through ``RemotingConnection``.
 
-It sits beside the sans-IO codec (``nameserver.protocol``) and uses nothing else; the
-name server's own accept side stays in ``nameserver.server`` (back-pressure, idle
+It sits beside the sans-IO codec (``mqnamesrv.protocol``) and uses nothing else; the
+name server's own accept side stays in ``mqnamesrv.server`` (back-pressure, idle
 timeouts and Java's close-on-bad-frame are a server's business).
 """
 

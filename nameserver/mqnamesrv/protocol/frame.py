@@ -177,7 +177,7 @@ class FrameDecoder:
     def payloads(self) -> list[bytes]:
         """Every whole frame buffered, in order, without length fields, undecoded.
 
-        For clients that read answers by the thousand (``nameserver.remoting``): one call
+        For clients that read answers by the thousand (``mqnamesrv.remoting``): one call
         and one buffer trim per chunk instead of per frame. A frame out of bounds raises
         RemoteProtocolError, after the frames before it have been returned.
         """
