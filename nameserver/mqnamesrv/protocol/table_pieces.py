@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
+from itertools import compress
 
 from .bodies import DataVersion, QueueShape, _register_parts, table_shapes
 from .codes import VERSION_V3_0_11
@@ -45,24 +46,42 @@ class TableChanges:
 
 def table_changes(body: bytes, version: int, base: array) -> TableChanges | None:
     """The topics of ``body`` whose pieces are not among ``base`` (piece hashes of the
-    last application), or None when the body is not one this can split soundly."""
+    last application; empty for a broker's first: then every topic is in ``changed``),
+    or None when the body is not one this can split soundly.
+
+    The table's end is the first ``}}`` of the last piece: every piece before it is
+    trusted only as a complete member minus its closing brace (parsed now, or with the
+    same bytes before), so the pieces joined by ``},`` are complete members and the
+    table closes right after them; the head's parse then checks what follows. This
+    spares a scan for ``}}`` over the whole table (~1.3 ms of 1.5 MB: ``}`` ends every
+    piece, so the search can hardly skip), and every per-piece step is a C loop."""
     if version < VERSION_V3_0_11:
         return None
     start = body.find(_TABLE_KEY)
     if start < 0 or b"\\" in body[:start]:  # no string before it can hold the key, quotes and all
         return None
     opened = start + len(_TABLE_KEY)
-    end = opened if body.startswith(b"}", opened) else body.find(b"}}", opened)
-    if end < 0 or _TABLE_KEY in body[end:]:
+    if body.find(_TABLE_KEY, opened) >= 0:  # a second table: a full parse keeps the last
         return None
-    region = body[opened:end]
-    if any(unsafe in region for unsafe in _UNSAFE):
-        return None
-    pieces = region.split(b"},") if region else []
-    head = body if not region else body[:opened] + body[end + 1:]
+    if body.startswith(b"}", opened):
+        pieces: list[bytes] = []
+        head = body
+    else:
+        pieces = body[opened:].split(b"},")
+        last = pieces[-1]
+        cut = last.find(b"}}")
+        if cut < 0:
+            return None
+        end = len(body) - len(last) + cut
+        pieces[-1] = last[:cut]
+        region = body[opened:end]
+        if any(unsafe in region for unsafe in _UNSAFE):
+            return None
+        head = body[:opened] + body[end + 1:]
     hashes = array("q", map(hash, pieces))
-    seen = set(base)
-    new = [piece for piece, h in zip(pieces, hashes) if h not in seen]
+    fresh = set(hashes)
+    fresh.difference_update(base)
+    new = list(compress(pieces, map(fresh.__contains__, hashes))) if fresh else []
     try:
         # The key cut is the wrapper's own: the only one left in the head, and there.
         wrapper = lenient_loads(head).get("topicConfigSerializeWrapper")
