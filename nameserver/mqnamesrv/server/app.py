@@ -19,7 +19,7 @@ from ..registry.clock import system_clock
 from ..registry.config import NamesrvConfig
 from ..registry.routes import RouteTable
 from ..storage import PathLock, StorageError, atomic_write, load_kv, remove_stale_temp_files
-from .connection import Connection
+from .connection import READ_SIZE, Connection
 from .dispatch import Processor
 from .memtrim import release_free_memory
 from .metrics import Metrics
@@ -83,6 +83,8 @@ class NameServer:
         self.max_frame = config["frameMaxLength"]
         self.max_header = config["headerMaxLength"]
         self.write_limit = config["writeBufferLimit"]
+        #: every connection's reads land here first (Connection.get_buffer)
+        self.read_buffer = memoryview(bytearray(READ_SIZE))
         self._locks = lock_paths(config)
         try:
             self.kv = load_kv(config["kvConfigPath"])  # a corrupt file stops the start, by design
