@@ -21,7 +21,7 @@ from ..registry.routes import RouteTable
 from ..storage import PathLock, StorageError, atomic_write, load_kv, remove_stale_temp_files
 from .connection import READ_SIZE, Connection
 from .dispatch import Processor
-from .memtrim import keep_big_blocks_apart, release_free_memory
+from .memtrim import keep_heap_thresholds, release_free_memory
 from .metrics import Metrics
 
 log = logging.getLogger("nameserver")
@@ -271,7 +271,7 @@ async def serve(config: NamesrvConfig, *, on_ready: Any = None) -> None:
     await server.start()
     freeze_start_up_objects()
     sys.setswitchinterval(GIL_SWITCH_SECONDS)
-    keep_big_blocks_apart()
+    keep_heap_thresholds()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
