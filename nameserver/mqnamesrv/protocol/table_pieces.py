@@ -86,14 +86,16 @@ def table_changes(body: bytes, version: int, base: array) -> TableChanges | None
         if any(body.find(unsafe, opened, end) >= 0 for unsafe in _UNSAFE):
             return None
         head = body[:opened] + body[end + 1:]
-    hashes = array("q", map(hash, pieces))
+    ints = list(map(hash, pieces))  # each hash made an int once, for the set and the lookups
+    hashes = array("q", ints)
     everything = not base and bool(pieces)  # a first registration: the table they form, parsed whole
     if base:
-        fresh = set(hashes)
+        fresh = set(ints)
         fresh.difference_update(base)
-        new = list(compress(pieces, map(fresh.__contains__, hashes))) if fresh else []
+        new = list(compress(pieces, map(fresh.__contains__, ints))) if fresh else []
     else:
         new = []
+    del ints
     count = len(pieces) if everything else len(new)
     # Let go of the 10^4 pieces before the parse makes its 10^4 objects: the allocator's
     # pages then hold one of them at a time, not both (resident size after a fleet).
