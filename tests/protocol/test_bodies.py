@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 import struct
 import zlib
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from mqnamesrv.protocol import bodies
 from mqnamesrv.protocol.bodies import (
     BrokerData,
     ClusterInfo,
@@ -518,3 +522,50 @@ def test_kv_table_edges() -> None:
 def test_kv_table_bad_body(body: bytes) -> None:
     with pytest.raises(BodyDecodeError):
         decode_kv_table(body)
+
+
+# ---- table_shapes: its C-loop path against the careful per-config path ----
+
+_field_values = st.one_of(st.integers(-3, 20), st.booleans(), st.none(), st.sampled_from(["7", "x", ""]),
+                          st.lists(st.integers(0, 2), max_size=1), st.floats(0, 4, allow_nan=False))
+_table_names = st.text(alphabet="ab1", min_size=1, max_size=3)
+
+
+@st.composite
+def _configs(draw: st.DrawFn) -> dict[str, Any]:
+    table: dict[str, Any] = {}
+    for name in draw(st.lists(_table_names, max_size=6, unique=True)):
+        if draw(st.booleans()):  # what brokers send: every field an int, named after its key
+            table[name] = {"readQueueNums": draw(st.integers(0, 16)), "writeQueueNums": draw(st.integers(0, 16)),
+                           "perm": draw(st.integers(0, 7)), "topicSysFlag": draw(st.integers(0, 3)),
+                           "topicName": name, "order": False, "topicFilterType": "SINGLE_TAG"}
+        else:
+            fields = ["readQueueNums", "writeQueueNums", "perm", "topicSysFlag"]
+            # mostly ints, so that one odd thing at a time is tried too
+            config = {f: draw(st.integers(0, 9)) if draw(st.integers(0, 4)) else draw(_field_values)
+                      for f in fields if draw(st.integers(0, 7))}
+            if draw(st.integers(0, 3)):
+                config["topicName"] = draw(st.one_of(st.just(name), _table_names, st.none(), st.integers(0, 2)))
+            table[name] = config if draw(st.integers(0, 6)) else draw(st.one_of(st.none(), st.integers(0, 1)))
+    return table
+
+
+@settings(max_examples=500, deadline=None, database=None)
+@given(_configs())
+def test_table_shapes_equals_the_careful_path_config_by_config(table: dict[str, Any]) -> None:
+    """Whatever the configs hold (missing fields, bools, strings, lists, other names), the
+    shapes are those of ``TopicConfig.from_obj`` config by config, or both refuse."""
+    expected: dict[str, Any] | None = {}
+    try:
+        for name, raw in table.items():
+            config = TopicConfig.from_obj(name, raw)
+            expected[config.topic_name] = config.shape  # type: ignore[index]
+    except BodyDecodeError:
+        expected = None
+    try:
+        got: dict[str, Any] | None = bodies.table_shapes(table)
+    except BodyDecodeError:
+        got = None
+    assert got == expected
+    if got is not None and expected is not None:
+        assert list(got) == list(expected)

@@ -14,6 +14,7 @@ from mqnamesrv.protocol.codes import FLAG_ONEWAY, FLAG_RESPONSE, SerializeType
 from mqnamesrv.protocol.command import RemotingCommand, request
 from mqnamesrv.protocol.errors import LocalProtocolError, RemoteProtocolError
 from mqnamesrv.protocol.frame import (
+    BIG_FRAME,
     DEFAULT_MAX_FRAME,
     NEED_DATA,
     FrameDecoder,
@@ -288,3 +289,69 @@ def test_commands_are_rebuilt_not_changed() -> None:
     assert (answer.opaque, answer.flag, ROUTE_REQUEST.flag, ROUTE_REQUEST.body) == (1, 1, 0, b"")
     with pytest.raises(AttributeError):  # slots: no stray attributes
         ROUTE_REQUEST.extra = 1  # type: ignore[attr-defined]
+
+
+# -------------------------------------------------------------- big frames ----
+
+def _big_request(size: int, opaque: int = 7) -> RemotingCommand:
+    return request(103, {"brokerName": "b"}, bytes(range(256)) * (size // 256), opaque=opaque)
+
+
+@pytest.mark.parametrize("chunk", [1000, 65536, 262144, 10**7])
+def test_a_big_frame_fed_in_chunks_then_small_ones_come_out_whole_and_in_order(chunk: int) -> None:
+    """A frame past BIG_FRAME moves into a buffer of its own once an eighth of it has
+    arrived; whatever the chunks, the commands are the ones sent, in order."""
+    big, small = _big_request(4 * BIG_FRAME), request(105, {"topic": "t"}, opaque=8)
+    stream = encode(small) + encode(big) + encode(small) + encode(big)
+    dec, out = FrameDecoder(), []
+    for i in range(0, len(stream), chunk):
+        dec.feed(stream[i:i + chunk])
+        while (cmd := dec.next_frame()) is not NEED_DATA:
+            out.append(cmd)
+    assert [(c.code, c.body) for c in out] == [(105, b""), (103, big.body)] * 2  # type: ignore[union-attr]
+    assert dec.buffered == 0 and not dec.in_frame and dec.big_buffer() is None
+
+
+def test_a_big_frame_is_read_into_its_own_buffer_straight_from_the_socket() -> None:
+    """``big_buffer``/``big_filled``, as a BufferedProtocol uses them: what the peer sends
+    after the first eighth lands in the frame's buffer, and the payload is that buffer."""
+    big = _big_request(2 * BIG_FRAME)
+    wire = encode(big) + JSON_FRAME
+    dec = FrameDecoder()
+    head = len(wire) // 8 + 8
+    dec.feed(wire[:head])
+    assert dec.next_payload() is NEED_DATA
+    pos = head
+    while (view := dec.big_buffer()) is not None:
+        n = min(len(view), 100_000)
+        view[:n] = wire[pos:pos + n]
+        dec.big_filled(n)
+        pos += n
+    dec.feed(wire[pos:])  # the route query after it: through the shared buffer
+    payload = dec.next_payload()
+    assert isinstance(payload, bytearray) and decode_payload(payload).body == big.body
+    assert dec.next_frame().ext == ROUTE_REQUEST.ext  # type: ignore[union-attr]
+    assert not dec.in_frame
+
+
+def test_a_big_frame_announced_takes_no_memory_until_an_eighth_of_it_arrived() -> None:
+    """The length and header length are in bounds, but the peer has sent little: nothing
+    is set aside for the frame beyond what arrived."""
+    length = DEFAULT_MAX_FRAME - 4
+    dec = FrameDecoder()
+    dec.feed(frame(0, b"{}", length=length) + bytes(length // 8 - 100))
+    assert dec.next_payload() is NEED_DATA and dec.big_buffer() is None and dec.in_frame
+    dec.feed(bytes(200))
+    assert dec.next_payload() is NEED_DATA and dec.big_buffer() is not None
+
+
+def test_a_big_frame_out_of_bounds_is_refused_before_any_buffer_is_made() -> None:
+    dec = FrameDecoder(max_frame=BIG_FRAME * 2, max_header=64)
+    with pytest.raises(RemoteProtocolError):
+        dec.feed(frame(0, b"{}", length=BIG_FRAME * 4) + bytes(BIG_FRAME))
+        dec.next_payload()
+    dec = FrameDecoder(max_frame=BIG_FRAME * 2, max_header=64)
+    dec.feed(struct.pack(">II", BIG_FRAME, 65) + bytes(BIG_FRAME // 2))
+    with pytest.raises(RemoteProtocolError):
+        dec.next_payload()
+    assert dec.big_buffer() is None

@@ -4,11 +4,17 @@ equal to what a full parse finds, or None when the body cannot be split soundly.
 from __future__ import annotations
 
 from array import array
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from mqnamesrv.protocol.codes import RequestCode
+from mqnamesrv.protocol.command import RemotingCommand
+from mqnamesrv.protocol.errors import BodyDecodeError
+from mqnamesrv.protocol.frame import decode
 from mqnamesrv.protocol.register import register_body
 from mqnamesrv.protocol.table_pieces import table_changes
 
@@ -71,3 +77,87 @@ def test_whatever_the_topic_names_the_changes_equal_a_full_parse(before: dict[st
         return
     expected = {t: s for t, s in full(body(after)).items() if full(body(before)).get(t) != s}
     assert later.changed == expected
+
+
+# ---- a first registration through the pieces (empty base), and where the table ends ----
+
+GOLDEN_ROOTS = [Path(__file__).resolve().parent.parent / name for name in ("golden", "golden5")]
+
+
+def _golden_register_requests() -> list[tuple[str, RemotingCommand]]:
+    found = []
+    for root in GOLDEN_ROOTS:
+        for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+            cmd = decode((folder / "request.bin").read_bytes())
+            if cmd.code == RequestCode.REGISTER_BROKER and cmd.body and cmd.ext_get("compressed") != "true":
+                found.append((f"{root.name}/{folder.name}", cmd))
+    return found
+
+
+GOLDEN_REGISTERS = _golden_register_requests()
+
+
+def test_the_golden_captures_hold_registrations_to_check() -> None:
+    assert len(GOLDEN_REGISTERS) >= 5  # 4.9.8 and 5.x brokers' own bodies
+
+
+@pytest.mark.parametrize(("name", "cmd"), GOLDEN_REGISTERS, ids=[n for n, _ in GOLDEN_REGISTERS])
+def test_every_golden_registration_split_from_nothing_equals_its_full_parse(name: str, cmd: RemotingCommand) -> None:
+    """Real brokers' bodies: split with no base (a first registration), the topics are
+    exactly the full parse's, or the body is declined; and against its own pieces nothing
+    is new."""
+    changes = table_changes(cmd.body, cmd.version, NONE)
+    dv, topics, filters, mappings = RegisterBrokerBody.decode_queues_mapped(cmd.body, cmd.version)
+    if changes is None:
+        return
+    assert not mappings
+    assert (changes.changed, changes.data_version, changes.filters) == (topics, dv, filters)
+    again = table_changes(cmd.body, cmd.version, changes.hashes)
+    assert again is not None and again.changed == {} and again.hashes == changes.hashes
+
+
+def test_at_least_the_4x_captures_go_through_the_pieces() -> None:
+    assert any(table_changes(cmd.body, cmd.version, NONE) is not None for _, cmd in GOLDEN_REGISTERS)
+
+
+def test_the_table_ends_where_the_last_piece_says_and_anything_else_is_declined() -> None:
+    plain = body({"a": 8, "b": 8})
+    wrapper = plain.index(b'"topicConfigSerializeWrapper"')
+    # A sibling key after the table, whose members look like topics: not taken for topics.
+    sibling = plain[:-2] + b',"zz":{"c":{"perm":6,"readQueueNums":1,"writeQueueNums":1}}}}'
+    assert table_changes(sibling, V, NONE) is None
+    sibling_flat = plain[:-2] + b',"zz":{"perm":6}}}'
+    got = table_changes(sibling_flat, V, NONE)
+    assert got is None or got.changed == full(sibling_flat)
+    # A nested object closing a config: whatever is decided, it is what a full parse finds.
+    nested_end = plain.replace(b'"writeQueueNums":8}', b'"writeQueueNums":8,"z":{}}')
+    got = table_changes(nested_end, V, NONE)
+    assert got is None or got.changed == full(nested_end)
+    # Names holding "}}" and "},": declined or exact, and known pieces are still known.
+    odd = body({"x}}y": 3, "p},q": 4, "last}}": 5})
+    got = table_changes(odd, V, NONE)
+    assert got is None or got.changed == full(odd)
+    assert wrapper > 0
+
+
+alphabet = st.sampled_from(['a', 'b', '}', '{', ',', '"', ':', '1', ' ', '\\', 'x'])
+junk = st.text(alphabet=alphabet, max_size=12)
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(st.dictionaries(names, st.integers(1, 16), min_size=1, max_size=5), junk, st.integers(0, 400))
+def test_a_table_with_junk_spliced_anywhere_is_declined_or_parsed_exactly(topics: dict[str, int], extra: str,
+                                                                           at: int) -> None:
+    """Bytes inserted at any point of a body: ``table_changes`` with no base declines it,
+    or gives exactly the full parse's topics (and DataVersion, filters) of what was sent."""
+    data = body(topics)
+    at = at % (len(data) + 1)
+    spliced = data[:at] + extra.encode() + data[at:]
+    try:
+        dv, expected, filters, mappings = RegisterBrokerBody.decode_queues_mapped(spliced, V)
+    except BodyDecodeError:
+        assert table_changes(spliced, V, NONE) is None
+        return
+    got = table_changes(spliced, V, NONE)
+    if got is not None:
+        assert not mappings and (got.changed, got.data_version, got.filters) == (expected, dv, filters)

@@ -7,9 +7,11 @@ byte-identical to Java; decoders accept both fastjson dialects (see fastjson.py)
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Mapping, Sequence
+
+import xxhash
 
 from .codes import VERSION_V3_0_11
 from .errors import BodyDecodeError
@@ -193,9 +195,26 @@ class RegisterBrokerBody:
         return data_version, table_shapes(table), filters, _mapping_infos(mappings)
 
 
+_SHAPE_FIELDS = itemgetter("readQueueNums", "writeQueueNums", "perm", "topicSysFlag")
+_TOPIC_NAME = itemgetter("topicName")
+
+
 def table_shapes(table: Mapping[str, Any]) -> dict[str, QueueShape]:
     """A parsed topicConfigTable's queue shapes, by topic name (a config's own
     ``topicName`` wins over its key, as in Java); BodyDecodeError for a bad config."""
+    # What every broker sends: each config names itself and has the four fields as ints.
+    # Then C loops do it (a fleet broker's 10^4 topics: ~1 ms instead of ~4); anything
+    # else, the loop below, whose result is the same wherever both apply.
+    configs = list(table.values())
+    if all(type(tc) is dict for tc in configs):
+        try:
+            names, fields = list(map(_TOPIC_NAME, configs)), list(map(_SHAPE_FIELDS, configs))
+            distinct = set(fields)
+        except (KeyError, TypeError):  # a field missing, or one no number has (a list, an object)
+            pass
+        else:
+            if names == list(table) and all(type(v) is int for shape in distinct for v in shape):
+                return dict(zip(names, fields))
     shapes: dict[str, QueueShape] = {}
     for name, tc in table.items():
         if type(tc) is dict:
@@ -216,8 +235,11 @@ _DATA_VERSION_FIELDS = frozenset({"counter", "timestamp", "stateVersion"})
 
 def register_body_key(body: bytes, version: int) -> tuple[bytes, DataVersion] | None:
     """A registration body's identity apart from its DataVersion, and that DataVersion,
-    without parsing the rest: (sha256 of the bytes around the dataVersion object, the
-    DataVersion). Two bodies with the same key report the same topics, filter servers
+    without parsing the rest: (xxh3-128 of the bytes around the dataVersion object, the
+    DataVersion). xxh3 reads 1.5 MB in ~0.03 ms where sha256 took ~0.9 ms on the event
+    loop; the key is only ever compared with keys of the same process, for a broker's
+    own bodies, so 128 bits of a non-cryptographic hash do (a broker that forged a
+    collision would only keep its own topics from being applied). Two bodies with the same key report the same topics, filter servers
     and mappings, so a name server that applied one can skip the other's 1.5 MB parse.
 
     The first ``"dataVersion":{`` is taken; the object must be flat and all numbers (so
@@ -239,7 +261,7 @@ def register_body_key(body: bytes, version: int) -> tuple[bytes, DataVersion] | 
     if type(obj) is not dict or not obj.keys() <= _DATA_VERSION_FIELDS or any(type(v) is not int for v in obj.values()):
         return None
     view = memoryview(body)
-    digest = hashlib.sha256(b"%d:%d:" % (start, version >= VERSION_V3_0_11))
+    digest = xxhash.xxh3_128(b"%d:%d:" % (start, version >= VERSION_V3_0_11))
     digest.update(view[:start])
     digest.update(view[end:])
     return digest.digest(), DataVersion.from_obj(obj)

@@ -57,7 +57,7 @@ def _stdlib_loads(text: str) -> Any:
     return obj
 
 
-def lenient_loads(data: bytes | str) -> Any:
+def lenient_loads(data: bytes | bytearray | memoryview | str) -> Any:
     """Parse standard JSON or fastjson's default dialect (unquoted integer keys).
 
     Integer map keys come back as strings; callers that know a map is keyed by
@@ -72,7 +72,7 @@ def lenient_loads(data: bytes | str) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         pass
-    text = data.decode("utf-8") if isinstance(data, (bytes, bytearray, memoryview)) else data
+    text = str(data, "utf-8") if isinstance(data, (bytes, bytearray, memoryview)) else data
     try:
         return _stdlib_loads(text)
     except json.JSONDecodeError:

@@ -22,6 +22,14 @@ DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 #: keeps a peer from making us parse megabytes of ext map.
 DEFAULT_MAX_HEADER = 256 * 1024
 
+#: A frame at least this long is read into a buffer of its own, sized once its length is
+#: known (``big_buffer``): a server reads a registration's 1.5 MB straight from the socket
+#: into it, instead of copying each chunk into the shared buffer (which regrows), then out.
+BIG_FRAME = 256 * 1024
+#: ...once this part of it has arrived (1/8): a peer must send an eighth of what it
+#: announces before that much memory is set aside for it.
+BIG_FRAME_SHARE = 8
+
 _U32 = struct.Struct(">I")
 _SERIALIZE_TYPES = {t.value: t for t in SerializeType}
 _PREFIX = struct.Struct(">Ii")
@@ -50,7 +58,7 @@ def encode(cmd: RemotingCommand) -> bytes:
     )
 
 
-def decode_payload(payload: bytes) -> RemotingCommand:
+def decode_payload(payload: bytes | bytearray) -> RemotingCommand:
     """Decode what follows the length field: type/header-length word, header, body."""
     size = len(payload)
     if size < 4:
@@ -60,16 +68,16 @@ def decode_payload(payload: bytes) -> RemotingCommand:
     header_len = word & 0xFFFFFF
     if header_len > size - 4:
         raise RemoteProtocolError(f"header length {header_len} exceeds the frame ({size - 4} bytes left)")
-    header_bytes = payload[4:4 + header_len]
+    header_bytes = bytes(payload[4:4 + header_len])  # a header, never big: bytes of bytes is no copy
     if stype == SerializeType.JSON:
         fields = decode_json_header(header_bytes)
     elif stype == SerializeType.ROCKETMQ:
         fields = decode_binary_header(header_bytes)
     else:
         raise RemoteProtocolError(f"unknown serialization type {stype}")
-    return RemotingCommand(
-        body=bytes(payload[4 + header_len:]), serialize_type=_SERIALIZE_TYPES[stype], **fields
-    )
+    with memoryview(payload) as view:  # one copy of the body, whatever buffer holds it
+        body = bytes(view[4 + header_len:])
+    return RemotingCommand(body=body, serialize_type=_SERIALIZE_TYPES[stype], **fields)
 
 
 _JSON = int(SerializeType.JSON)
@@ -141,38 +149,86 @@ class FrameDecoder:
     After a RemoteProtocolError the stream is out of sync; the caller must close it.
     """
 
-    __slots__ = ("_buf", "_max_frame", "_max_header")
+    __slots__ = ("_buf", "_max_frame", "_max_header", "_big", "_big_filled")
 
     def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, max_header: int = 0xFFFFFF) -> None:
         self._buf = bytearray()
         self._max_frame = max_frame
         self._max_header = max_header
+        #: the payload of a big frame being read (see ``big_buffer``), and how much of it has
+        #: arrived; the bytes in ``_buf`` come after it
+        self._big: bytearray | None = None
+        self._big_filled = 0
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        return len(self._buf) + (0 if self._big is None else 4 + self._big_filled)
 
     @property
     def in_frame(self) -> bool:
         """True while part of a frame is buffered: the peer owes us the rest."""
-        return bool(self._buf)
+        return bool(self._buf) or self._big is not None
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        big = self._big
+        if big is not None and self._big_filled < len(big):
+            take = min(len(big) - self._big_filled, len(data))
+            big[self._big_filled:self._big_filled + take] = memoryview(data)[:take]
+            self._big_filled += take
+            if take == len(data):
+                return
+            data = memoryview(data)[take:]
         self._buf += data
+
+    def big_buffer(self) -> memoryview | None:
+        """Where the rest of the big frame being read should go, straight from the socket
+        (``asyncio.BufferedProtocol.get_buffer``; then ``big_filled``); None: nowhere of
+        its own, ``feed`` the bytes. Only ``next_payload`` starts a big frame, once its
+        length and header length are known to be within bounds."""
+        big = self._big
+        return None if big is None or self._big_filled == len(big) else memoryview(big)[self._big_filled:]
+
+    def big_filled(self, nbytes: int) -> None:
+        """``nbytes`` more of the big frame were written into ``big_buffer()``."""
+        assert self._big is not None and self._big_filled + nbytes <= len(self._big)
+        self._big_filled += nbytes
 
     def next_frame(self) -> RemotingCommand | _NeedData:
         payload = self.next_payload()
-        return decode_payload(payload) if isinstance(payload, bytes) else NEED_DATA
+        return NEED_DATA if payload is NEED_DATA else decode_payload(payload)  # type: ignore[arg-type]
 
-    def next_payload(self) -> bytes | _NeedData:
-        """The next whole frame without its length field, undecoded, or NEED_DATA."""
+    def next_payload(self) -> bytes | bytearray | _NeedData:
+        """The next whole frame without its length field, undecoded, or NEED_DATA. A big
+        frame comes as the bytearray it was read into (no copy; the decoder lets go of it)."""
+        big = self._big
+        if big is not None:
+            if self._big_filled < len(big):
+                return NEED_DATA
+            self._big = None
+            return big
         buf = self._buf
         end = self._frame_end(buf, 0)
         if not end:
+            self._start_big(buf)
             return NEED_DATA
         payload = bytes(memoryview(buf)[4:end])
         del buf[:end]
         return payload
+
+    def _start_big(self, buf: bytearray) -> None:
+        """Move the incomplete frame at the head of ``buf`` (its bounds checked already,
+        by ``_frame_end``) into a buffer of its own size, if it is big enough."""
+        if len(buf) < 8:
+            return
+        (length,) = _U32.unpack_from(buf, 0)
+        if length < BIG_FRAME or len(buf) * BIG_FRAME_SHARE < length:
+            return
+        big = bytearray(length)
+        have = len(buf) - 4
+        with memoryview(buf) as view:
+            big[:have] = view[4:]
+        buf.clear()
+        self._big, self._big_filled = big, have
 
     def payloads(self) -> list[bytes]:
         """Every whole frame buffered, in order, without length fields, undecoded.

@@ -508,17 +508,28 @@ class RouteTable:
             self._changed()
 
     def _topic_change(self, broker_name: str) -> Callable[[QueueMap | None, QueueShape], QueueMap]:
-        """A topic's queues with ``broker_name``'s set to a shape (for update_each)."""
+        """A topic's queues with ``broker_name``'s set to a shape (for update_each).
+        Topics share a handful of maps, so the answer for a (map, shape) seen before is
+        looked up: a fleet broker's 10^4 topics make a few distinct transitions. The
+        memo holds each map it keys by id, so no id in it can be reused meanwhile."""
         pool = self._pool(broker_name)
+        memo: dict[tuple[int, QueueShape], tuple[QueueMap | None, QueueMap]] = {}
 
         def change(queues: QueueMap | None, shape: QueueShape) -> QueueMap:
+            key = (id(queues), shape)
+            hit = memo.get(key)
+            if hit is not None and hit[0] is queues:
+                return hit[1]
             qd = pool.get(shape)
             if qd is None:
                 qd = self._queue_data(broker_name, shape, pool)
             if queues is None:
-                return self._with(_EMPTY, qd)
-            old = queues.get(broker_name)
-            return queues if old is qd or old == qd else self._with(queues, qd)
+                out = self._with(_EMPTY, qd)
+            else:
+                old = queues.get(broker_name)
+                out = queues if old is qd or (old is not None and old == qd) else self._with(queues, qd)
+            memo[key] = (queues, out)
+            return out
 
         return change
 

@@ -151,9 +151,18 @@ class TopicTable(Generic[V]):
         unless it is the current value itself; returns how many topics changed. One
         lookup per topic: this is a broker re-registering 10^4 topics."""
         changed = 0
-        values, slot = self._values, self._slot
+        # ``_prober``'s loop inlined: the call was a third of a topic's cost.
+        values, index, mask, hashes, starts, names = \
+            self._values, self._index, self._mask, self._hashes, self._starts, self._names
         for topic, arg in pairs:
-            e = slot(topic.encode("utf-8", "surrogatepass"), hash(topic))[0]
+            key, h = topic.encode("utf-8", "surrogatepass"), hash(topic)
+            i = h & mask
+            e = index[i]
+            while e != _EMPTY:
+                if hashes[e] == h and starts[e + 1] - starts[e] == len(key) and names.startswith(key, starts[e]):
+                    break
+                i = (i + 1) & mask
+                e = index[i]
             old = None if e == _EMPTY else values[e]
             new = change(old, arg)
             if new is old:
@@ -165,7 +174,8 @@ class TopicTable(Generic[V]):
                     self._record(topic, new)
             else:
                 self[topic] = new  # appends, and may re-index
-                values, slot = self._values, self._slot
+                values, index, mask, hashes, starts, names = \
+                    self._values, self._index, self._mask, self._hashes, self._starts, self._names
         return changed
 
     def remap(self, change: Callable[[V], V | None]) -> int:

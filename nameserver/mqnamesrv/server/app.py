@@ -19,9 +19,9 @@ from ..registry.clock import system_clock
 from ..registry.config import NamesrvConfig
 from ..registry.routes import RouteTable
 from ..storage import PathLock, StorageError, atomic_write, load_kv, remove_stale_temp_files
-from .connection import Connection
+from .connection import READ_SIZE, Connection
 from .dispatch import Processor
-from .memtrim import release_free_memory
+from .memtrim import keep_heap_thresholds, release_free_memory
 from .metrics import Metrics
 
 log = logging.getLogger("nameserver")
@@ -83,6 +83,8 @@ class NameServer:
         self.max_frame = config["frameMaxLength"]
         self.max_header = config["headerMaxLength"]
         self.write_limit = config["writeBufferLimit"]
+        #: every connection's reads land here first (Connection.get_buffer)
+        self.read_buffer = memoryview(bytearray(READ_SIZE))
         self._locks = lock_paths(config)
         try:
             self.kv = load_kv(config["kvConfigPath"])  # a corrupt file stops the start, by design
@@ -269,6 +271,7 @@ async def serve(config: NamesrvConfig, *, on_ready: Any = None) -> None:
     await server.start()
     freeze_start_up_objects()
     sys.setswitchinterval(GIL_SWITCH_SECONDS)
+    keep_heap_thresholds()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

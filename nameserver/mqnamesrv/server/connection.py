@@ -26,8 +26,18 @@ log = logging.getLogger("nameserver.connection")
 WRITE_BATCH = 256 * 1024
 
 
-class Connection(asyncio.Protocol):
-    """Also the opaque token the registry stores for brokers registered on it."""
+#: What one read from a socket may bring, at most, outside a big frame (uvloop's own
+#: read size). One buffer serves every connection of a server: the loop calls
+#: ``get_buffer``, reads into it and calls ``buffer_updated`` in one go, which copies it out.
+READ_SIZE = 256 * 1024
+
+
+class Connection(asyncio.BufferedProtocol):
+    """Also the opaque token the registry stores for brokers registered on it.
+
+    A BufferedProtocol: the bytes of a big frame (a fleet broker's 1.5 MB registration)
+    go from the socket straight into that frame's own buffer (``FrameDecoder.big_buffer``),
+    everything else through the server's read buffer into the decoder."""
 
     def __init__(self, server: NameServer) -> None:
         self.server = server
@@ -46,6 +56,8 @@ class Connection(asyncio.Protocol):
         self.deferred = False
         #: the task applying a big registration in slices (kept so it is not collected)
         self._staging: asyncio.Future[None] | None = None
+        #: get_buffer handed out the decoder's big frame (else the server's read buffer)
+        self._reading_big = False
 
     def __repr__(self) -> str:
         return f"<Connection {self.peer}>"
@@ -67,7 +79,23 @@ class Connection(asyncio.Protocol):
         # Large pipelined bursts must not buffer unboundedly: pause reading instead.
         tcp.set_write_buffer_limits(high=self.server.write_limit)
 
+    def get_buffer(self, sizehint: int) -> memoryview:
+        big = self.decoder.big_buffer()
+        self._reading_big = big is not None
+        return self.server.read_buffer if big is None else big
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.last_activity = time.monotonic()
+        continuing = self.decoder.in_frame
+        if self._reading_big:
+            self.decoder.big_filled(nbytes)
+        else:
+            self.decoder.feed(self.server.read_buffer[:nbytes])
+        if not self.deferred:
+            self._serve(continuing)
+
     def data_received(self, data: bytes) -> None:
+        """The same for bytes handed over whole (a transport without buffered reads)."""
         self.last_activity = time.monotonic()
         continuing = self.decoder.in_frame
         self.decoder.feed(data)
@@ -102,10 +130,12 @@ class Connection(asyncio.Protocol):
                         drained = True
                         break
                     continuing = False
-                    assert isinstance(payload, bytes)
+                    assert isinstance(payload, (bytes, bytearray))
                     # A route query asked before but for its opaque: its answer, undecoded.
                     started = time.perf_counter() if metrics is not None else 0.0
-                    cut = cut_opaque(payload)  # cut once: the key to look up, and to keep a miss's answer by
+                    # cut once: the key to look up, and to keep a miss's answer by (a big frame
+                    # is no route query)
+                    cut = cut_opaque(payload) if type(payload) is bytes else None
                     hit = processor.cached_answer(cut) if fast and cut is not None else None
                     if hit is not None:
                         if metrics is not None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import zlib
+from array import array
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Hashable, Sequence, Union
+
+from zlib_ng.zlib_ng import crc32
 
 from ..protocol.bodies import (
     DataVersion, QueueShape, RegisterBrokerBody, TopicList, TopicQueueMappingInfo, TopicRouteData, encode_kv_table,
@@ -135,18 +137,23 @@ def decode_register(cmd: RemotingCommand, known: tuple[bytes, DataVersion] | Non
     return RegisterParts(key, data_version, topics, filters, mappings)
 
 
+_NO_PIECES = array("q")
+
+
 def decode_register_safely(cmd: RemotingCommand, known: tuple[bytes, DataVersion] | None, base: Any = None,
                            master: bool = False, *, max_inflated: int, max_topics: int
                            ) -> RegisterParts | BodyDecodeError:
     """``decode_register`` for a worker thread, plus (for a master) the diff of its topics
     against ``base`` (``RouteTable.applied_hashes`` when the job was made): a refused
     body comes back as a value, to be raised where the request is answered."""
-    if master and base is not None and not _flag(cmd, "compressed") and cmd.ext_get("enableActingMaster") is None:
-        changes = table_changes(cmd.body, cmd.version, base)  # 4.x: parse only the changed topics
+    if master and not _flag(cmd, "compressed") and cmd.ext_get("enableActingMaster") is None:
+        # 4.x: parse only the changed topics; a first registration (no base) parses them
+        # all, but records piece hashes, which its next re-registration is diffed against.
+        changes = table_changes(cmd.body, cmd.version, _NO_PIECES if base is None else base)
         if changes is not None and len(changes.hashes) <= max_topics:
             key = known[0] if known is not None and known[1] == changes.data_version else None
             return RegisterParts(key, changes.data_version, changes.changed, changes.filters, {},
-                                 TopicsDiff(base, changes.hashes, changes.changed), partial=True)
+                                 TopicsDiff(base, changes.hashes, changes.changed), partial=base is not None)
     try:
         parts = decode_register(cmd, known, max_inflated=max_inflated, max_topics=max_topics)
     except BodyDecodeError as exc:
@@ -417,7 +424,7 @@ class Processor:
         broker_id = _int_field(cmd, "brokerId")
         ha_addr = _required(cmd, "haServerAddr")
         crc = _int_field(cmd, "bodyCrc32", 0)
-        if crc != 0 and (zlib.crc32(cmd.body) & 0x7FFFFFFF) != crc:
+        if crc != 0 and (crc32(cmd.body) & 0x7FFFFFFF) != crc:  # zlib-ng: ~18x zlib's speed, on the loop
             raise RequestError(ResponseCode.SYSTEM_ERROR, "crc32 not match", {})
         timeout = cmd.ext_get("heartbeatTimeoutMillis")
         acting = cmd.ext_get("enableActingMaster")  # only 5.x brokers send it
