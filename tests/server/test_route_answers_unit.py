@@ -89,3 +89,14 @@ def test_only_plain_json_route_queries_are_kept() -> None:
     failed = cmd.response(1, remark="boom")
     answers.remember(cut, cmd, failed, encode(failed), ("a", None))
     assert len(answers) == 0
+
+
+def test_only_a_canonical_opaque_is_cut() -> None:
+    """What the plain path writes back is the decoded int: "-0" or "007" would come back as
+    0 and 7, so only digits that are already their own canonical form are spliced."""
+    def payload(opaque: str) -> bytes:
+        header = ('{"code":105,"extFields":{"topic":"a"},"flag":0,"language":"JAVA","opaque":%s,'
+                  '"serializeTypeCurrentRPC":"JSON","version":409}' % opaque).encode()
+        return len(header).to_bytes(4, "big") + header
+    assert [cut_opaque(payload(o)) is not None for o in ("0", "7", "-7", "2147483647", "-2147483648")] == [True] * 5
+    assert [cut_opaque(payload(o)) for o in ("-0", "007", " 7", "7.0", "1e3", "2147483648", "-2147483649")] == [None] * 7

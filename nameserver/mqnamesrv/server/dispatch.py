@@ -20,7 +20,7 @@ from ..protocol.bodies import (
     queue_shapes, register_body_key,
 )
 from ..protocol.codes import (
-    FLAG_RESPONSE, MASTER_ID, ORDER_TOPIC_CONFIG, VERSION_V3_0_11, VERSION_V4_9_4, RequestCode, ResponseCode, SerializeType,
+    FLAG_ONEWAY, FLAG_RESPONSE, MASTER_ID, ORDER_TOPIC_CONFIG, VERSION_V3_0_11, VERSION_V4_9_4, RequestCode, ResponseCode, SerializeType,
     code_name,
 )
 from ..protocol.command import RemotingCommand
@@ -30,7 +30,7 @@ from ..protocol.header import encode_json_header
 from ..protocol.table_pieces import table_changes
 from ..registry.config import ConfigError, NamesrvConfig, parse_allow_list, parse_properties
 from ..registry.kv import KVStore
-from ..registry.route5 import SYNC_BROKER_MEMBER_GROUP_PREFIX, ZONE_NAME, filter_by_zone, requested_zone, \
+from ..registry.route5 import SYNC_BROKER_MEMBER_GROUP_PREFIX, ZONE_MODE, ZONE_NAME, filter_by_zone, requested_zone, \
     with_acting_masters
 from ..registry.routes import QueueMap, RouteTable, StagedTopics, TopicsDiff
 from .route_answers import Cut, RouteAnswers
@@ -207,6 +207,8 @@ class Processor:
         self._route_changes = routes.watch_changes()
         self._kv_changes = kv.watch()
         self._answers_seen = self.answers_epoch()
+        #: config items every route query reads, as of the config generation in _answers_seen
+        self._order_enabled, self._acting_enabled = config["orderMessageEnable"], config["supportActingMaster"]
         #: (request, topic, queue map) of the last route answered: what a kept answer depends on
         self._route_source: tuple[RemotingCommand, str, QueueMap | None] | None = None
         #: a route answer's JSON header before and after its opaque's digits (route_frame)
@@ -365,6 +367,8 @@ class Processor:
         if topics is None or epoch[2] != self._answers_seen[2]:
             self.route_answers.clear()
             self._route_cache.clear()
+            self._order_enabled = self.config["orderMessageEnable"]
+            self._acting_enabled = self.config["supportActingMaster"]
         elif topics or brokers or order:
             self.route_answers.drop(topics | order, brokers)
             # Bodies are keyed by queue map, so a topic whose queues changed finds another
@@ -379,7 +383,9 @@ class Processor:
         """(response code, answer frame) for a route query answered before but for its
         opaque (``cut`` by ``route_answers.cut_opaque``), without decoding it; None:
         decode it and ``handle`` it."""
-        if self.answers_epoch() != self._answers_seen:
+        routes_seen, kv_seen, config_seen = self._answers_seen
+        if self.routes.generation != routes_seen or self.kv.generation != kv_seen or \
+                self.config.generation != config_seen:
             self._sync_answers()
         hit = self.route_answers.answer(cut)
         if hit is not None:
@@ -565,15 +571,15 @@ class Processor:
         fleet has a handful for 10^5 topics) share one encoded body, cached until a write
         touches what it shows (``_sync_answers``). Static topics (5.x) name their
         mappings, so their bodies are cached per topic."""
+        if self.answers_epoch() != self._answers_seen:
+            self._sync_answers()  # before the config items below are read from what it keeps
         topic = _lookup_key(cmd, "topic")
         standard = cmd.version >= VERSION_V4_9_4 or _flag(cmd, "acceptStandardJsonOnly")
-        order_conf = self.kv.get(ORDER_TOPIC_CONFIG, topic) if self.config["orderMessageEnable"] else None
-        zone = requested_zone(cmd.ext_get)
+        order_conf = self.kv.get(ORDER_TOPIC_CONFIG, topic) if self._order_enabled else None
+        zone = requested_zone(cmd.ext_get) if cmd.ext is not None and ZONE_MODE in cmd.ext else None
         if zone is not None:
             standard = False  # 5.x's zone hook re-encodes the answer in the default dialect
-        acting = self.config["supportActingMaster"] and not topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX)
-        if self.answers_epoch() != self._answers_seen:
-            self._sync_answers()
+        acting = self._acting_enabled and not topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX)
         if len(self._route_cache) > ROUTE_CACHE_LIMIT:
             self._route_cache.clear()
         queues = self.routes.queues_of(topic)
@@ -606,7 +612,7 @@ class Processor:
         header pieces every such answer has (``encode`` of ``get_route``'s answer, without
         making or encoding that command), and kept for the same request again. None:
         ``handle`` it (not a plain JSON two-way route query, or an error answer)."""
-        if cmd.code != RequestCode.GET_ROUTEINFO_BY_TOPIC or cmd.is_response or cmd.is_oneway or cmd.body or \
+        if cmd.code != RequestCode.GET_ROUTEINFO_BY_TOPIC or cmd.flag & (FLAG_RESPONSE | FLAG_ONEWAY) or cmd.body or \
                 cmd.serialize_type != SerializeType.JSON:
             return None
         try:

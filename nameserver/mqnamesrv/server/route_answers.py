@@ -27,8 +27,8 @@ from ..protocol.codes import RequestCode, ResponseCode, SerializeType
 from ..protocol.command import RemotingCommand
 
 #: Java's RemotingCommand writes ``"opaque":<int>``; a canonical decimal (no leading
-#: zero, no space, no exponent) is the only form spliced back unchanged.
-_DIGITS = re.compile(rb"-?(?:0|[1-9][0-9]{0,9})(?=[,}])")
+#: zero, no space, no exponent, no "-0") is the only form spliced back unchanged.
+_DIGITS = re.compile(rb"(?:0|-?[1-9][0-9]{0,9})(?=[,}])")
 _OPAQUE_KEY = b'"opaque":'
 _AFTER_KEY = len(_OPAQUE_KEY)
 _PREFIX = struct.Struct(">Ii")
