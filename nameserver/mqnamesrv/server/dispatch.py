@@ -321,6 +321,10 @@ class Processor:
                 raise RequestError(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
             # A body parsed off the loop is only ever a REGISTER_BROKER's (decode_off_loop).
             response = handler(cmd, conn) if decoded is None else self.register_broker(cmd, conn, decoded, staged)
+            if cmd.code != RequestCode.GET_ROUTEINFO_BY_TOPIC and self.answers_epoch() != self._answers_seen:
+                # A write: drop what it touched now, so that what it recorded (a registration's
+                # topics) is not held until the next route query.
+                self._sync_answers()
         except RequestError as exc:
             response = cmd.response(exc.code, remark=exc.remark, ext=exc.ext, version=self.version)
         except BodyDecodeError as exc:
@@ -376,7 +380,7 @@ class Processor:
             # and a static topic's mappings in its own body.
             if brokers or topics:
                 self._route_cache = {key: value for key, value in self._route_cache.items()
-                                     if key[5] not in topics and not any(name in value[0] for name in brokers)}
+                                     if key[5] not in topics and brokers.isdisjoint(value[0])}
         self._answers_seen = epoch
 
     def cached_answer(self, cut: Cut) -> tuple[int, bytes] | None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import Collection, Container, Iterable
+from typing import Collection, Iterable
 
 from ..protocol.codes import RequestCode, ResponseCode, SerializeType
 from ..protocol.command import RemotingCommand
@@ -66,7 +66,7 @@ def cut_opaque(payload: bytes) -> Cut | None:
 
 #: what a kept answer was computed from: its topic, and the topic's queue map then
 #: (None: the topic had none), whose broker names lead to the groups the route lists
-Source = tuple[str, Container[str] | None]
+Source = tuple[str, Iterable[str] | None]
 
 
 class RouteAnswers:
@@ -136,8 +136,9 @@ class RouteAnswers:
         of ``brokers`` (a scan of every answer: broker writes that routes show are rare)."""
         answers, by_topic = self._answers, self._by_topic
         if brokers:
+            names = frozenset(brokers)
             topics = [*topics, *{source[0] for *_, source in answers.values()
-                                 if source[1] is not None and any(name in source[1] for name in brokers)}]
+                                 if source[1] is not None and not names.isdisjoint(source[1])}]
         for topic in topics:
             for key in by_topic.pop(topic, ()):
                 answers.pop(key, None)
