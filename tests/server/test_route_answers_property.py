@@ -309,8 +309,9 @@ def test_every_kept_answer_is_the_plain_answer_after_every_write(inproc: InProce
                     check_every_route(inproc, client, 1000 * (n + 1))
                 except AssertionError as exc:
                     raise AssertionError(f"after {done[-5:]}: {exc}") from None
-        hits = inproc.server.processor.answers_reused
-        assert hits > 0, "no answer was ever reused: the test checked nothing kept"
+        asked = 121 * len(POOL_TOPICS) * len(DIALECTS)
+        assert inproc.server.processor.route_answers.misses < asked // 2, \
+            "answers were seldom reused: the test checked little that was kept"
     finally:
         writer.close()
 
@@ -329,9 +330,10 @@ def test_a_write_drops_only_the_answers_it_can_change(inproc: InProcessServer) -
         pool = len(POOL_TOPICS) * len(DIALECTS)
 
         def reused(opaque: int) -> int:
-            before = processor.answers_reused
+            """How many of the pool's queries were answered from a kept answer."""
+            before = processor.route_answers.misses
             check_every_route(inproc, client, opaque)
-            return processor.answers_reused - before
+            return pool - (processor.route_answers.misses - before)
 
         assert reused(1000) == pool  # nothing changed: all kept
         topics["t0"] = (8, 6)
@@ -365,11 +367,12 @@ def test_a_registration_applied_in_slices_drops_what_it_changed(inproc: InProces
         frames = [encode(request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": t}, opaque=i)) for i, t in enumerate(pool)]
 
         def ask() -> int:
-            before = processor.answers_reused
+            """How many of the pool's queries were answered from a kept answer."""
+            before = processor.route_answers.misses
             client.send_bytes(b"".join(frames))
             for frame, answer in zip(frames, raw_answers(client, len(frames))):
                 assert answer == inproc.plain_answer(frame[4:])
-            return processor.answers_reused - before
+            return len(frames) - (processor.route_answers.misses - before)
 
         ask()
         assert ask() == len(pool)

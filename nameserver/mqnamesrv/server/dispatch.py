@@ -199,8 +199,6 @@ class Processor:
         # other. Both drop only what a write touched (``_sync_answers``), all on a config change.
         self._route_cache: dict[tuple[object, ...], tuple[QueueMap, bytes]] = {}
         self.route_cache_hits = 0
-        #: of those, the whole answers reused (route_answers)
-        self.answers_reused = 0
         #: whole answers to route queries, reused with the next request's opaque
         self.route_answers = RouteAnswers(ROUTE_CACHE_LIMIT)
         #: what writes touched since the caches last dropped it (see _sync_answers)
@@ -394,7 +392,6 @@ class Processor:
         hit = self.route_answers.answer(cut)
         if hit is not None:
             self.route_cache_hits += 1
-            self.answers_reused += 1
         return hit
 
     def remember_answer(self, cut: Cut, cmd: RemotingCommand, response: RemotingCommand, frame: bytes) -> None:

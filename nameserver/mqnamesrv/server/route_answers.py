@@ -73,7 +73,7 @@ class RouteAnswers:
     """The answers, bounded by ``limit`` entries (cleared when full: the topics a
     fleet's clients poll come back within one poll interval)."""
 
-    __slots__ = ("_answers", "_by_topic", "_pieces", "limit")
+    __slots__ = ("_answers", "_by_topic", "_pieces", "limit", "misses")
 
     def __init__(self, limit: int) -> None:
         #: key -> (response code, header before the digits, header after them, body,
@@ -84,6 +84,8 @@ class RouteAnswers:
         #: the header pieces, shared: every SUCCESS answer has the same two
         self._pieces: dict[bytes, bytes] = {}
         self.limit = limit
+        #: lookups that found nothing kept (a cheap counter: a miss costs far more anyway)
+        self.misses = 0
 
     def __len__(self) -> int:
         return len(self._answers)
@@ -93,6 +95,7 @@ class RouteAnswers:
         or None when it must be decoded and handled."""
         entry = self._answers.get(cut[0])
         if entry is None:
+            self.misses += 1
             return None
         code, head, tail, body, fixed, _ = entry
         digits = cut[1]
