@@ -77,10 +77,11 @@ class RouteAnswers:
 
     def __init__(self, limit: int) -> None:
         #: key -> (response code, header before the digits, header after them, body,
-        #: the header's length without the digits, what it was computed from)
-        self._answers: dict[bytes, tuple[int, bytes, bytes, bytes, int, Source]] = {}
-        #: topic -> the keys of its answers (one per client dialect, mostly one)
-        self._by_topic: dict[str, tuple[bytes, ...]] = {}
+        #: the header's length without the digits, and what it was computed from: topic,
+        #: queue map), flat: 40,000 kept answers are 40,000 of these
+        self._answers: dict[bytes, tuple[int, bytes, bytes, bytes, int, str, Iterable[str] | None]] = {}
+        #: topic -> the key of its answer, or the keys of its answers in several client dialects
+        self._by_topic: dict[str, bytes | tuple[bytes, ...]] = {}
         #: the header pieces, shared: every SUCCESS answer has the same two
         self._pieces: dict[bytes, bytes] = {}
         self.limit = limit
@@ -97,7 +98,7 @@ class RouteAnswers:
         if entry is None:
             self.misses += 1
             return None
-        code, head, tail, body, fixed, _ = entry
+        code, head, tail, body, fixed, _, _ = entry
         digits = cut[1]
         header_len = fixed + len(digits)
         return code, b"".join((_PREFIX.pack(4 + header_len + len(body), header_len), head, digits, tail, body))
@@ -129,10 +130,11 @@ class RouteAnswers:
         that an answer may be kept; a caller that built the frame from these pieces knows)."""
         if len(self._answers) >= self.limit:
             self.clear()
+        topic, queues = source
         if key not in self._answers:
-            topic = source[0]
-            self._by_topic[topic] = self._by_topic.get(topic, ()) + (key,)
-        self._answers[key] = (code, head, tail, body, len(head) + len(tail), source)
+            keys = self._by_topic.get(topic)
+            self._by_topic[topic] = key if keys is None else (keys if isinstance(keys, tuple) else (keys,)) + (key,)
+        self._answers[key] = (code, head, tail, body, len(head) + len(tail), topic, queues)
 
     def drop(self, topics: Iterable[str], brokers: Collection[str] = ()) -> None:
         """Forget the answers for ``topics``, and those of the topics whose queues named one
@@ -140,10 +142,11 @@ class RouteAnswers:
         answers, by_topic = self._answers, self._by_topic
         if brokers:
             names = frozenset(brokers)
-            topics = [*topics, *{source[0] for *_, source in answers.values()
-                                 if source[1] is not None and not names.isdisjoint(source[1])}]
+            topics = [*topics, *{topic for *_, topic, queues in answers.values()
+                                 if queues is not None and not names.isdisjoint(queues)}]
         for topic in topics:
-            for key in by_topic.pop(topic, ()):
+            keys = by_topic.pop(topic, None)
+            for key in (() if keys is None else keys if isinstance(keys, tuple) else (keys,)):
                 answers.pop(key, None)
 
     def clear(self) -> None:
