@@ -8,14 +8,16 @@ from mqnamesrv.protocol.frame import encode
 from mqnamesrv.server.route_answers import Cut, RouteAnswers, cut_opaque
 
 
-def _kept(answers: RouteAnswers, cmd: RemotingCommand, epoch: object = 1) -> bytes:
-    """Offer the answer to ``cmd`` (a route body naming its topic); return that frame."""
-    response = cmd.response(0, body=b'{"topic":"%s"}' % (cmd.ext or {}).get("topic", "").encode())
+def _kept(answers: RouteAnswers, cmd: RemotingCommand, queues: tuple[str, ...] | None = None) -> bytes:
+    """Offer the answer to ``cmd`` (a route body naming its topic, computed from a topic
+    whose queues name ``queues``); return that frame."""
+    topic = (cmd.ext or {}).get("topic", "")
+    response = cmd.response(0, body=b'{"topic":"%s"}' % topic.encode())
     frame = encode(response)
     cut = _cut(cmd)
     if cut is not None:  # else the server decodes it and keeps nothing
-        answers.answer(cut, epoch)  # a miss, which also records the epoch
-        answers.remember(cut, cmd, response, frame, epoch)
+        assert answers.answer(cut) is None  # a miss
+        answers.remember(cut, cmd, response, frame, (topic, queues))
     return frame
 
 
@@ -23,10 +25,10 @@ def _cut(cmd: RemotingCommand) -> Cut | None:
     return cut_opaque(encode(cmd)[4:])
 
 
-def _asked(answers: RouteAnswers, cmd: RemotingCommand, epoch: object = 1) -> tuple[int, bytes] | None:
+def _asked(answers: RouteAnswers, cmd: RemotingCommand) -> tuple[int, bytes] | None:
     """The kept answer to ``cmd``, as the server looks it up (None: decoded the plain way)."""
     cut = _cut(cmd)
-    return None if cut is None else answers.answer(cut, epoch)
+    return None if cut is None else answers.answer(cut)
 
 
 def test_the_same_request_with_another_opaque_gets_the_same_answer_with_its_opaque() -> None:
@@ -35,23 +37,34 @@ def test_the_same_request_with_another_opaque_gets_the_same_answer_with_its_opaq
     kept = _kept(answers, first)
     for opaque in (0, 7, 123_456_789, 2_147_483_647, -2_147_483_648):
         again = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a"}, opaque=opaque)
-        hit = _asked(answers, again, 1)
+        hit = _asked(answers, again)
         expected = RemotingCommand(**{**{k: getattr(first.response(0, body=b'{"topic":"a"}'), k)
                                          for k in RemotingCommand.__dataclass_fields__}, "opaque": opaque})
         assert hit == (0, encode(expected))
-    again_first = _asked(answers, first, 1)
+    again_first = _asked(answers, first)
     assert again_first is not None and kept == again_first[1]
     other = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "b"}, opaque=5)
-    assert _asked(answers, other, 1) is None
+    assert _asked(answers, other) is None
 
 
-def test_a_new_epoch_drops_every_answer() -> None:
+def test_drop_forgets_the_topics_and_the_brokers_asked_for_and_nothing_else() -> None:
     answers = RouteAnswers(limit=10)
-    cmd = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a"}, opaque=5)
-    _kept(answers, cmd, epoch=(1, 0, 0))
-    assert _asked(answers, cmd, (1, 0, 0)) is not None
-    assert _asked(answers, cmd, (2, 0, 0)) is None
-    assert len(answers) == 0 and _asked(answers, cmd, (1, 0, 0)) is None
+    a, a_old = (request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a"}, version=v) for v in (409, 317))
+    b, c, gone = (request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": t}) for t in ("b", "c", "gone"))
+    _kept(answers, a, ("broker-a",))
+    _kept(answers, a_old, ("broker-a",))  # the same topic in another client dialect
+    _kept(answers, b, ("broker-a", "broker-b"))
+    _kept(answers, c, ("broker-c",))
+    _kept(answers, gone)  # TOPIC_NOT_EXIST for a topic without queues
+    answers.drop(["a"])
+    assert [_asked(answers, cmd) is not None for cmd in (a, a_old, b, c, gone)] == [False, False, True, True, True]
+    _kept(answers, a, ("broker-a",))
+    answers.drop([], ["broker-b"])
+    assert [_asked(answers, cmd) is not None for cmd in (a, b, c, gone)] == [True, False, True, True]
+    answers.drop(["gone", "never-kept"], ["broker-x"])
+    assert [_asked(answers, cmd) is not None for cmd in (a, c, gone)] == [True, True, False]
+    answers.clear()
+    assert len(answers) == 0 and _asked(answers, c) is None
 
 
 def test_the_limit_bounds_the_entries() -> None:
@@ -69,3 +82,21 @@ def test_only_plain_json_route_queries_are_kept() -> None:
                 request(R.GET_KV_CONFIG, {"topic": "a"})):
         _kept(answers, cmd)
     assert len(answers) == 0
+    # a route query answered with an error other than TOPIC_NOT_EXIST (a bug's SYSTEM_ERROR)
+    cmd = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a"})
+    cut = _cut(cmd)
+    assert cut is not None
+    failed = cmd.response(1, remark="boom")
+    answers.remember(cut, cmd, failed, encode(failed), ("a", None))
+    assert len(answers) == 0
+
+
+def test_only_a_canonical_opaque_is_cut() -> None:
+    """What the plain path writes back is the decoded int: "-0" or "007" would come back as
+    0 and 7, so only digits that are already their own canonical form are spliced."""
+    def payload(opaque: str) -> bytes:
+        header = ('{"code":105,"extFields":{"topic":"a"},"flag":0,"language":"JAVA","opaque":%s,'
+                  '"serializeTypeCurrentRPC":"JSON","version":409}' % opaque).encode()
+        return len(header).to_bytes(4, "big") + header
+    assert [cut_opaque(payload(o)) is not None for o in ("0", "7", "-7", "2147483647", "-2147483648")] == [True] * 5
+    assert [cut_opaque(payload(o)) for o in ("-0", "007", " 7", "7.0", "1e3", "2147483648", "-2147483649")] == [None] * 7

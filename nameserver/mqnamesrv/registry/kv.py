@@ -16,10 +16,24 @@ class KVStore:
     def __init__(self, table: dict[str, dict[str, str]] | None = None) -> None:
         self.table: dict[str, dict[str, str]] = table if table is not None else {}
         self.generation = 0
+        #: see watch()
+        self._journals: list[set[tuple[str, str]]] = []
+
+    def watch(self) -> set[tuple[str, str]]:
+        """Start recording writes: the returned set gathers the (namespace, key) of every
+        put or delete that changed a value from now on; the watcher empties it as it reads."""
+        journal: set[tuple[str, str]] = set()
+        self._journals.append(journal)
+        return journal
+
+    def unwatch(self, journal: set[tuple[str, str]]) -> None:
+        self._journals = [j for j in self._journals if j is not journal]
 
     def put(self, namespace: str, key: str, value: str) -> None:
         self.table.setdefault(namespace, {})[key] = value
         self.generation += 1
+        for journal in self._journals:
+            journal.add((namespace, key))
 
     def get(self, namespace: str, key: str) -> str | None:
         ns = self.table.get(namespace)
@@ -30,6 +44,8 @@ class KVStore:
         ns = self.table.get(namespace)
         if ns is not None and ns.pop(key, None) is not None:
             self.generation += 1
+            for journal in self._journals:
+                journal.add((namespace, key))
 
     def namespace(self, namespace: str) -> dict[str, str] | None:
         return self.table.get(namespace)

@@ -184,6 +184,51 @@ class StagedTopics:
         return copy
 
 
+class RouteChanges:
+    """What writes to a RouteTable touched since its consumer last took them (``take``),
+    so that answers computed from the table can be dropped one topic at a time: the
+    topics whose queues or static-topic mappings were written, and the broker names whose
+    group (addresses, acting-master flag, zone) or whose addresses' filter servers were
+    written (every topic listing such a broker may answer differently). Pure
+    bookkeeping, made by ``RouteTable.watch_changes``; the queue writes come from the
+    topic table's journal (``TopicTable.watch``), which a staged registration's swap
+    carries over to the new table."""
+
+    __slots__ = ("_routes", "_table", "_journal", "topics", "brokers", "everything")
+
+    def __init__(self, routes: RouteTable) -> None:
+        self._routes = routes
+        self._table = routes.topic_queue_table
+        self._journal = self._table.watch()
+        #: topics written other than through the topic table (static-topic mappings)
+        self.topics: set[str] = set()
+        self.brokers: set[str] = set()
+        #: the tables were replaced wholesale (``import_state``)
+        self.everything = False
+
+    def take(self) -> tuple[set[str] | None, set[str]]:
+        """(topics, broker names) written since the last take, and forget them; topics
+        None means anything may have changed."""
+        table = self._routes.topic_queue_table
+        if self.everything or not table.watching(self._journal):
+            topics: set[str] | None = None
+            self._table.unwatch(self._journal)
+            self._table, self._journal = table, table.watch()
+        else:
+            topics = self.topics | self._journal.keys() if self._journal else self.topics
+            self._journal.clear()
+            self._table = table  # a staged registration's swap moved the journal to its table
+        brokers = self.brokers
+        self.topics, self.brokers, self.everything = set(), set(), False
+        return topics, brokers
+
+    def close(self) -> None:
+        """Stop recording."""
+        self._routes.topic_queue_table.unwatch(self._journal)
+        self._table.unwatch(self._journal)
+        self._routes._watchers = [w for w in self._routes._watchers if w is not self]
+
+
 @dataclass(frozen=True, slots=True)
 class RegisterResult:
     """What a slave learns about its master (both None for masters)."""
@@ -249,9 +294,31 @@ class RouteTable:
         #: a slave's topics, so the same body again (bar the DataVersion) changes nothing
         self._slave_bodies: dict[str, bytes] = {}
         self.generation = 0
+        #: see watch_changes
+        self._watchers: list[RouteChanges] = []
 
     def _changed(self) -> None:
         self.generation += 1
+
+    def watch_changes(self) -> RouteChanges:
+        """Start recording which topics and brokers writes touch (see RouteChanges)."""
+        changes = RouteChanges(self)
+        self._watchers.append(changes)
+        return changes
+
+    def _group_changed(self, broker_name: str) -> None:
+        """A write to ``broker_name``'s group: every route listing the broker may change."""
+        self._changed()
+        for watcher in self._watchers:
+            watcher.brokers.add(broker_name)
+
+    def _filters_changed(self, broker_addr: str) -> None:
+        """A write to ``broker_addr``'s filter servers, which routes list under the groups
+        holding that address."""
+        self._changed()
+        names = [name for name, group in self.broker_addr_table.items() if broker_addr in group.addrs.values()]
+        for watcher in self._watchers:
+            watcher.brokers.update(names)
 
     # -------------------------------------------------------------- sharing ----
 
@@ -381,9 +448,10 @@ class RouteTable:
             # An existing group keeps its original cluster even if this request names another.
             group = self.broker_addr_table[broker_name] = _Group(cluster, broker_name)
             first = True
+            self._group_changed(broker_name)
         if (group.enable_acting_master, group.zone_name) != (enable_acting_master, zone_name):
             group.enable_acting_master, group.zone_name = enable_acting_master, zone_name
-            self._changed()
+            self._group_changed(broker_name)
         addrs = group.addrs
         # A slave promoted to master moves from id 1 to id 0: drop its stale entry.
         stale = [bid for bid, addr in addrs.items() if addr == broker_addr and bid != broker_id]
@@ -394,7 +462,7 @@ class RouteTable:
             first = True
         if previous != broker_addr or stale:
             addrs[broker_id] = broker_addr
-            self._changed()
+            self._group_changed(broker_name)
 
         live = self.broker_live_table.get(broker_addr)
         five = enable_acting_master is not None
@@ -439,9 +507,9 @@ class RouteTable:
             if filter_servers:
                 if self.filter_server_table.get(broker_addr) != list(filter_servers):
                     self.filter_server_table[broker_addr] = list(filter_servers)
-                    self._changed()
+                    self._filters_changed(broker_addr)
             elif self.filter_server_table.pop(broker_addr, None) is not None:
-                self._changed()
+                self._filters_changed(broker_addr)
 
         if broker_id != MASTER_ID:
             master_addr = addrs.get(MASTER_ID)
@@ -540,6 +608,8 @@ class RouteTable:
             if per_broker.get(str(info.bname)) != info:
                 per_broker[str(info.bname)] = info
                 self._changed()
+                for watcher in self._watchers:
+                    watcher.topics.add(topic)
 
     def query_data_version(self, broker_addr: str, data_version: DataVersion) -> tuple[bool, DataVersion | None]:
         """QUERY_DATA_VERSION: (changed, stored version). Refreshes liveness only when
@@ -570,12 +640,12 @@ class RouteTable:
         if live is not None and live.conn is not None:
             self._forget_conn(live.conn, broker_addr)
         if self.filter_server_table.pop(broker_addr, None) is not None:
-            self._changed()
+            self._filters_changed(broker_addr)
         group = self.broker_addr_table.get(broker_name)
         if group is None:
             return
         if group.addrs.pop(broker_id, None) is not None:
-            self._changed()
+            self._group_changed(broker_name)
         if not group.addrs:
             self._drop_group(broker_name, cluster)
         elif group.master_gone():
@@ -599,7 +669,7 @@ class RouteTable:
         # (The remap above already cost O(topics), as does the compaction.)
         self._pooled -= len(self._pools.pop(broker_name, ()))
         self._compact()
-        self._changed()
+        self._group_changed(broker_name)
 
     def _remove_addr(self, broker_addr: str, reason: str, conn: Hashable | None) -> Removal:
         """The channel-destroy cascade (spec 6.2 steps 2-4) for one address."""
@@ -610,13 +680,13 @@ class RouteTable:
         if live is not None and live.conn is not None:
             self._forget_conn(live.conn, broker_addr)
         if self.filter_server_table.pop(broker_addr, None) is not None:
-            self._changed()
+            self._filters_changed(broker_addr)
         for name, group in self.broker_addr_table.items():
             hit = next((bid for bid, addr in group.addrs.items() if addr == broker_addr), None)
             if hit is None:
                 continue
             del group.addrs[hit]
-            self._changed()
+            self._group_changed(name)
             if not group.addrs:
                 self._drop_group(name, None)
             elif group.master_gone():
@@ -857,6 +927,8 @@ class RouteTable:
         self._conn_addrs = {}
         self._applied.clear()
         self._slave_bodies.clear()
+        for watcher in self._watchers:
+            watcher.everything = True
         self._changed()
 
     def broker_member_group(self, cluster: str, broker_name: str) -> BrokerData:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import snapshot
-from ..registry.clock import system_clock
+from ..registry.clock import Clock, system_clock
 from ..registry.config import NamesrvConfig
 from ..registry.routes import RouteTable
 from ..storage import PathLock, StorageError, atomic_write, load_kv, remove_stale_temp_files
@@ -78,7 +78,7 @@ def lock_paths(config: NamesrvConfig) -> list[PathLock]:
 
 
 class NameServer:
-    def __init__(self, config: NamesrvConfig) -> None:
+    def __init__(self, config: NamesrvConfig, *, clock: Clock = system_clock) -> None:
         self.config = config
         self.max_frame = config["frameMaxLength"]
         self.max_header = config["headerMaxLength"]
@@ -91,7 +91,7 @@ class NameServer:
         except StorageError:
             self._release_locks()
             raise
-        self.routes = RouteTable(default_timeout_ms=config["brokerChannelExpiredTime"])
+        self.routes = RouteTable(clock, default_timeout_ms=config["brokerChannelExpiredTime"])
         self.processor = Processor(
             self.routes, self.kv, config,
             persist_kv=lambda data: atomic_write(self.config["kvConfigPath"], data),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import struct
 from array import array
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Hashable, Sequence, Union
@@ -20,19 +21,24 @@ from ..protocol.bodies import (
     DataVersion, QueueShape, RegisterBrokerBody, TopicList, TopicQueueMappingInfo, TopicRouteData, encode_kv_table,
     queue_shapes, register_body_key,
 )
-from ..protocol.codes import MASTER_ID, ORDER_TOPIC_CONFIG, VERSION_V3_0_11, VERSION_V4_9_4, RequestCode, ResponseCode, code_name
+from ..protocol.codes import (
+    FLAG_ONEWAY, FLAG_RESPONSE, MASTER_ID, ORDER_TOPIC_CONFIG, VERSION_V3_0_11, VERSION_V4_9_4, RequestCode, ResponseCode, SerializeType,
+    code_name,
+)
 from ..protocol.command import RemotingCommand
 from ..protocol.compressed import decode_compressed
 from ..protocol.errors import BodyDecodeError
+from ..protocol.header import encode_json_header
 from ..protocol.table_pieces import table_changes
 from ..registry.config import ConfigError, NamesrvConfig, parse_allow_list, parse_properties
 from ..registry.kv import KVStore
-from ..registry.route5 import SYNC_BROKER_MEMBER_GROUP_PREFIX, ZONE_NAME, filter_by_zone, requested_zone, \
+from ..registry.route5 import SYNC_BROKER_MEMBER_GROUP_PREFIX, ZONE_MODE, ZONE_NAME, filter_by_zone, requested_zone, \
     with_acting_masters
-from ..registry.routes import RouteTable, StagedTopics, TopicsDiff
+from ..registry.routes import QueueMap, RouteTable, StagedTopics, TopicsDiff
 from .route_answers import Cut, RouteAnswers
 
 log = logging.getLogger("nameserver")
+_FRAME_PREFIX = struct.Struct(">Ii")
 
 Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
 FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
@@ -194,15 +200,26 @@ class Processor:
         self.version = version
         # Two caches, two keys. ``_route_cache``: encoded route bodies by queue map, shared by
         # every topic with the same queues (a fleet's 10^5 topics have a handful), so a topic
-        # asked for the first time since a change still skips building its route; dropped when
-        # the routes move. ``route_answers``: whole answer frames by request bytes, one per
-        # topic and client dialect, so a repeat skips decoding and encoding too; dropped when
-        # routes, KV or config move. Neither key can stand for the other.
-        self._route_cache: dict[tuple[object, ...], tuple[object, bytes]] = {}
-        self._route_cache_generation = -1
+        # asked for the first time since a change still skips building its route.
+        # ``route_answers``: whole answer frames by request bytes, one per topic and client
+        # dialect, so a repeat skips decoding and encoding too. Neither key can stand for the
+        # other. Both drop only what a write touched (``_sync_answers``), all on a config change.
+        self._route_cache: dict[tuple[object, ...], tuple[QueueMap, bytes]] = {}
         self.route_cache_hits = 0
         #: whole answers to route queries, reused with the next request's opaque
         self.route_answers = RouteAnswers(ROUTE_CACHE_LIMIT)
+        #: what writes touched since the caches last dropped it (see _sync_answers)
+        self._route_changes = routes.watch_changes()
+        self._kv_changes = kv.watch()
+        self._answers_seen = self.answers_epoch()
+        #: config items every route query reads, as of the config generation in _answers_seen
+        self._order_enabled, self._acting_enabled = config["orderMessageEnable"], config["supportActingMaster"]
+        #: (request, topic, queue map) of the last route answered: what a kept answer depends on
+        self._route_source: tuple[RemotingCommand, str, QueueMap | None] | None = None
+        #: a route answer's JSON header before and after its opaque's digits (route_frame)
+        plain = encode_json_header(ResponseCode.SUCCESS, "JAVA", version, 0, FLAG_RESPONSE, None, None)
+        at = plain.index(b'"opaque":0') + len(b'"opaque":')
+        self._route_header = plain[:at], plain[at + 1:]
         self.admin_allow_list = parse_allow_list(config["adminAllowList"])
         self.broker_allow_list = parse_allow_list(config["brokerAllowList"], "brokerAllowList")
         R = RequestCode
@@ -309,6 +326,10 @@ class Processor:
                 raise RequestError(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
             # A body parsed off the loop is only ever a REGISTER_BROKER's (decode_off_loop).
             response = handler(cmd, conn) if decoded is None else self.register_broker(cmd, conn, decoded, staged)
+            if cmd.code != RequestCode.GET_ROUTEINFO_BY_TOPIC and self.answers_epoch() != self._answers_seen:
+                # A write: drop what it touched now, so that what it recorded (a registration's
+                # topics) is not held until the next route query.
+                self._sync_answers()
         except RequestError as exc:
             response = cmd.response(exc.code, remark=exc.remark, ext=exc.ext, version=self.version)
         except BodyDecodeError as exc:
@@ -342,18 +363,55 @@ class Processor:
         """Moves whenever anything a route answer is computed from changes (RouteAnswers)."""
         return self.routes.generation, self.kv.generation, self.config.generation
 
+    def _sync_answers(self) -> None:
+        """Drop the kept route answers and bodies that the writes since the last call can
+        have changed: those of the topics written (queues, static-topic mappings, their
+        ORDER_TOPIC_CONFIG entry) and of the topics whose queues name a broker whose group
+        or filter servers were written; everything after a config change or when the
+        tables were replaced wholesale. Other KV namespaces are in no route."""
+        epoch = self.answers_epoch()
+        topics, brokers = self._route_changes.take()
+        order = {key for namespace, key in self._kv_changes if namespace == ORDER_TOPIC_CONFIG}
+        self._kv_changes.clear()
+        if topics is None or epoch[2] != self._answers_seen[2]:
+            self.route_answers.clear()
+            self._route_cache.clear()
+            self._order_enabled = self.config["orderMessageEnable"]
+            self._acting_enabled = self.config["supportActingMaster"]
+        elif topics or brokers or order:
+            self.route_answers.drop(topics | order, brokers)
+            # Bodies are keyed by queue map, so a topic whose queues changed finds another
+            # one; a broker's group or filter servers are in every body of a map naming it,
+            # and a static topic's mappings in its own body.
+            if brokers or topics:
+                self._route_cache = {key: value for key, value in self._route_cache.items()
+                                     if key[5] not in topics and brokers.isdisjoint(value[0])}
+        self._answers_seen = epoch
+
     def cached_answer(self, cut: Cut) -> tuple[int, bytes] | None:
         """(response code, answer frame) for a route query answered before but for its
         opaque (``cut`` by ``route_answers.cut_opaque``), without decoding it; None:
         decode it and ``handle`` it."""
-        hit = self.route_answers.answer(cut, self.answers_epoch())
+        routes_seen, kv_seen, config_seen = self._answers_seen
+        if self.routes.generation != routes_seen or self.kv.generation != kv_seen or \
+                self.config.generation != config_seen:
+            self._sync_answers()
+        hit = self.route_answers.answer(cut)
         if hit is not None:
             self.route_cache_hits += 1
         return hit
 
     def remember_answer(self, cut: Cut, cmd: RemotingCommand, response: RemotingCommand, frame: bytes) -> None:
         """Offer ``frame``, the answer to ``cmd`` (whose frame was ``cut``), for reuse."""
-        self.route_answers.remember(cut, cmd, response, frame, self.answers_epoch())
+        source = self._route_source
+        if source is None or source[0] is not cmd or self.answers_epoch() != self._answers_seen:
+            return  # not answered by get_route, or something moved since
+        self.route_answers.remember(cut, cmd, response, frame, (source[1], source[2]))
+
+    def close(self) -> None:
+        """Stop recording the registry's writes (a processor dropped while they live on)."""
+        self._route_changes.close()
+        self.kv.unwatch(self._kv_changes)
 
     def _ok(self, cmd: RemotingCommand, *, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
         return cmd.response(ResponseCode.SUCCESS, ext=ext, body=body, version=self.version)
@@ -511,27 +569,34 @@ class Processor:
     # ---------------------------------------------------------------- topics ----
 
     def get_route(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
-        """The hot path: every client polls every topic every 30 s. A route body does not
-        name its topic, so topics sharing one queue map (the registry shares them; a
-        fleet has a handful for 10^5 topics) share one encoded body, cached until the
-        registry's generation moves. Static topics (5.x) name their mappings, so their
-        bodies are cached per topic."""
+        """The hot path: every client polls every topic every 30 s (see ``_route_body``;
+        ``route_frame`` answers most of them without this command)."""
+        return self._ok(cmd, body=self._route_body(cmd))
+
+    def _route_body(self, cmd: RemotingCommand) -> bytes:
+        """The body of a route answer (RequestError: TOPIC_NOT_EXIST). A route body does
+        not name its topic, so topics sharing one queue map (the registry shares them; a
+        fleet has a handful for 10^5 topics) share one encoded body, cached until a write
+        touches what it shows (``_sync_answers``). Static topics (5.x) name their
+        mappings, so their bodies are cached per topic."""
+        if self.answers_epoch() != self._answers_seen:
+            self._sync_answers()  # before the config items below are read from what it keeps
         topic = _lookup_key(cmd, "topic")
         standard = cmd.version >= VERSION_V4_9_4 or _flag(cmd, "acceptStandardJsonOnly")
-        order_conf = self.kv.get(ORDER_TOPIC_CONFIG, topic) if self.config["orderMessageEnable"] else None
-        zone = requested_zone(cmd.ext_get)
+        order_conf = self.kv.get(ORDER_TOPIC_CONFIG, topic) if self._order_enabled else None
+        zone = requested_zone(cmd.ext_get) if cmd.ext is not None and ZONE_MODE in cmd.ext else None
         if zone is not None:
             standard = False  # 5.x's zone hook re-encodes the answer in the default dialect
-        acting = self.config["supportActingMaster"] and not topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX)
-        if self._route_cache_generation != self.routes.generation or len(self._route_cache) > ROUTE_CACHE_LIMIT:
+        acting = self._acting_enabled and not topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX)
+        if len(self._route_cache) > ROUTE_CACHE_LIMIT:
             self._route_cache.clear()
-            self._route_cache_generation = self.routes.generation
         queues = self.routes.queues_of(topic)
+        self._route_source = (cmd, topic, queues)
         key = (id(queues), standard, order_conf, zone, acting, topic if self.routes.has_mappings(topic) else None)
         hit = self._route_cache.get(key)
         if hit is not None and hit[0] is queues:
             self.route_cache_hits += 1
-            return self._ok(cmd, body=hit[1])
+            return hit[1]
         route = self.routes.pickup_route(topic)
         if route is None:
             raise RequestError(
@@ -545,8 +610,30 @@ class Processor:
         if zone is not None:
             route = filter_by_zone(route, zone)
         body = route.encode(standard=standard)
+        assert queues is not None  # a route was found for it
         self._route_cache[key] = (queues, body)  # the map is kept so its id cannot be reused meanwhile
-        return self._ok(cmd, body=body)
+        return body
+
+    def route_frame(self, cmd: RemotingCommand, cut: Cut) -> bytes | None:
+        """The encoded answer to ``cmd``, a route query no kept answer matched (its frame
+        ``cut`` by ``cut_opaque``), when it is a route: built from the body and the two
+        header pieces every such answer has (``encode`` of ``get_route``'s answer, without
+        making or encoding that command), and kept for the same request again. None:
+        ``handle`` it (not a plain JSON two-way route query, or an error answer)."""
+        if cmd.code != RequestCode.GET_ROUTEINFO_BY_TOPIC or cmd.flag & (FLAG_RESPONSE | FLAG_ONEWAY) or cmd.body or \
+                cmd.serialize_type != SerializeType.JSON:
+            return None
+        try:
+            body = self._route_body(cmd)
+        except Exception:  # TOPIC_NOT_EXIST, or a bug: answered (and logged) the plain way
+            return None
+        digits = str(cmd.opaque).encode()
+        head, tail = self._route_header
+        header_len = len(head) + len(digits) + len(tail)
+        source = self._route_source
+        if digits == cut[1] and source is not None and source[0] is cmd:
+            self.route_answers.keep(cut[0], ResponseCode.SUCCESS, head, tail, body, (source[1], source[2]))
+        return b"".join((_FRAME_PREFIX.pack(4 + header_len + len(body), header_len), head, digits, tail, body))
 
     def get_cluster_info(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
         return self._ok(cmd, body=self.routes.cluster_info().encode())

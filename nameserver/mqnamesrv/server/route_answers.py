@@ -10,27 +10,33 @@ is cut once (``cut_opaque``): the cut looks up the answer and, on a miss, keeps 
 computed the plain way.
 
 Identical bytes parse identically, so the key decides the answer as long as the state it
-was computed from is unchanged: the caller passes an ``epoch`` (the generations of the
-routes, the KV store and the config) and every answer is dropped when it moves.
+was computed from is unchanged. Each answer is kept with what it was computed from: its
+topic and the topic's queue map (whose brokers' groups and filter servers the route
+lists). The caller drops the answers of the topics and brokers a write touched
+(``drop``), or all of them (``clear``) when it cannot tell (a config change, tables
+replaced wholesale).
 """
 
 from __future__ import annotations
 
 import re
 import struct
-from typing import Hashable
+from typing import Collection, Iterable
 
-from ..protocol.codes import RequestCode, SerializeType
+from ..protocol.codes import RequestCode, ResponseCode, SerializeType
 from ..protocol.command import RemotingCommand
 
 #: Java's RemotingCommand writes ``"opaque":<int>``; a canonical decimal (no leading
-#: zero, no space, no exponent) is the only form spliced back unchanged.
-_OPAQUE = re.compile(rb'"opaque":(-?(?:0|[1-9][0-9]{0,9}))(?=[,}])')
+#: zero, no space, no exponent, no "-0") is the only form spliced back unchanged.
+_DIGITS = re.compile(rb"(?:0|-?[1-9][0-9]{0,9})(?=[,}])")
 _OPAQUE_KEY = b'"opaque":'
+_AFTER_KEY = len(_OPAQUE_KEY)
 _PREFIX = struct.Struct(">Ii")
 #: the field after the frame length: the serialize type (high byte) and the header length
 _TYPE_AND_HEADER_LENGTH = struct.Struct(">I")
 _INT32 = range(-0x80000000, 0x80000000)
+#: the answers worth keeping: a route, or "no such topic" (anything else is rare, or a bug)
+_KEPT_CODES = frozenset({ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST})
 
 
 #: (a request's header without its opaque's digits, the digits): the key and the splice
@@ -45,55 +51,64 @@ def cut_opaque(payload: bytes) -> Cut | None:
     # is the header length, which must be all the rest.
     if len(payload) < 4 or _TYPE_AND_HEADER_LENGTH.unpack_from(payload)[0] != len(payload) - 4:
         return None
-    header = payload[4:]
-    match = _OPAQUE.search(header)
-    if match is None or header.count(_OPAQUE_KEY) != 1:
+    at = payload.find(_OPAQUE_KEY, 4)
+    if at < 0 or payload.find(_OPAQUE_KEY, at + _AFTER_KEY) >= 0:
+        return None  # none, or more than one: the plain decode tells which one counts
+    start = at + _AFTER_KEY
+    match = _DIGITS.match(payload, start)
+    if match is None:
         return None
-    digits = match.group(1)
+    digits = match.group()
     if len(digits) >= 10 and int(digits) not in _INT32:
         return None  # the plain decode refuses it, with the error it deserves
-    start, end = match.span(1)
-    return header[:start] + header[end:], digits
+    return payload[4:start] + payload[match.end():], digits
+
+
+#: what a kept answer was computed from: its topic, and the topic's queue map then
+#: (None: the topic had none), whose broker names lead to the groups the route lists
+Source = tuple[str, Iterable[str] | None]
 
 
 class RouteAnswers:
     """The answers, bounded by ``limit`` entries (cleared when full: the topics a
     fleet's clients poll come back within one poll interval)."""
 
-    __slots__ = ("_answers", "_pieces", "_epoch", "limit")
+    __slots__ = ("_answers", "_by_topic", "_pieces", "limit", "misses")
 
     def __init__(self, limit: int) -> None:
-        #: key -> (response code, header before the digits, header after them, body)
-        self._answers: dict[bytes, tuple[int, bytes, bytes, bytes]] = {}
+        #: key -> (response code, header before the digits, header after them, body,
+        #: the header's length without the digits, and what it was computed from: topic,
+        #: queue map), flat: 40,000 kept answers are 40,000 of these
+        self._answers: dict[bytes, tuple[int, bytes, bytes, bytes, int, str, Iterable[str] | None]] = {}
+        #: topic -> the key of its answer, or the keys of its answers in several client dialects
+        self._by_topic: dict[str, bytes | tuple[bytes, ...]] = {}
         #: the header pieces, shared: every SUCCESS answer has the same two
         self._pieces: dict[bytes, bytes] = {}
-        self._epoch: Hashable = None
         self.limit = limit
+        #: lookups that found nothing kept (a cheap counter: a miss costs far more anyway)
+        self.misses = 0
 
     def __len__(self) -> int:
         return len(self._answers)
 
-    def answer(self, cut: Cut, epoch: Hashable) -> tuple[int, bytes] | None:
+    def answer(self, cut: Cut) -> tuple[int, bytes] | None:
         """(response code, the whole answer frame) for a request ``cut`` by ``cut_opaque``,
         or None when it must be decoded and handled."""
-        if epoch != self._epoch:
-            self._answers.clear()
-            self._pieces.clear()
-            self._epoch = epoch
-            return None
         entry = self._answers.get(cut[0])
         if entry is None:
+            self.misses += 1
             return None
-        code, head, tail, body = entry
+        code, head, tail, body, fixed, _, _ = entry
         digits = cut[1]
-        header_len = len(head) + len(digits) + len(tail)
+        header_len = fixed + len(digits)
         return code, b"".join((_PREFIX.pack(4 + header_len + len(body), header_len), head, digits, tail, body))
 
     def remember(self, cut: Cut, request: RemotingCommand, response: RemotingCommand, frame: bytes,
-                 epoch: Hashable) -> None:
+                 source: Source) -> None:
         """Keep ``frame``, the encoded ``response`` to ``request`` (whose frame ``cut_opaque``
-        cut), if a later request differing only in its opaque may reuse it."""
-        if epoch != self._epoch or request.code != RequestCode.GET_ROUTEINFO_BY_TOPIC or request.body or \
+        cut), if a later request differing only in its opaque may reuse it; ``source`` is
+        what it was computed from, to be dropped by."""
+        if request.code != RequestCode.GET_ROUTEINFO_BY_TOPIC or request.body or response.code not in _KEPT_CODES or \
                 request.serialize_type != SerializeType.JSON or request.is_oneway or request.is_response:
             return
         if cut[1] != str(request.opaque).encode():
@@ -104,12 +119,40 @@ class RouteAnswers:
         at = header.find(marker)
         if at < 0 or header.count(_OPAQUE_KEY) != 1 or frame[8 + header_len:] != response.body:
             return
-        if len(self._answers) >= self.limit:
-            self._answers.clear()
-        split = at + len(_OPAQUE_KEY)
+        split = at + _AFTER_KEY
         head = self._pieces.setdefault(header[:split], header[:split])
         tail = self._pieces.setdefault(header[split + len(cut[1]):], header[split + len(cut[1]):])
-        self._answers[cut[0]] = (response.code, head, tail, response.body)
+        self.keep(cut[0], response.code, head, tail, response.body, source)
+
+    def keep(self, key: bytes, code: int, head: bytes, tail: bytes, body: bytes, source: Source) -> None:
+        """Keep, for requests cut to ``key``, the answer whose frame is ``head``, the
+        request's opaque digits, ``tail`` and ``body`` (``remember`` once it has checked
+        that an answer may be kept; a caller that built the frame from these pieces knows)."""
+        if len(self._answers) >= self.limit:
+            self.clear()
+        topic, queues = source
+        if key not in self._answers:
+            keys = self._by_topic.get(topic)
+            self._by_topic[topic] = key if keys is None else (keys if isinstance(keys, tuple) else (keys,)) + (key,)
+        self._answers[key] = (code, head, tail, body, len(head) + len(tail), topic, queues)
+
+    def drop(self, topics: Iterable[str], brokers: Collection[str] = ()) -> None:
+        """Forget the answers for ``topics``, and those of the topics whose queues named one
+        of ``brokers`` (a scan of every answer: broker writes that routes show are rare)."""
+        answers, by_topic = self._answers, self._by_topic
+        if brokers:
+            names = frozenset(brokers)
+            topics = [*topics, *{topic for *_, topic, queues in answers.values()
+                                 if queues is not None and not names.isdisjoint(queues)}]
+        for topic in topics:
+            keys = by_topic.pop(topic, None)
+            for key in (() if keys is None else keys if isinstance(keys, tuple) else (keys,)):
+                answers.pop(key, None)
+
+    def clear(self) -> None:
+        self._answers.clear()
+        self._by_topic.clear()
+        self._pieces.clear()
 
 
-__all__ = ["Cut", "RouteAnswers", "cut_opaque"]
+__all__ = ["Cut", "RouteAnswers", "Source", "cut_opaque"]

@@ -1,0 +1,114 @@
+"""Route queries through a real Connection and Processor in this process, without sockets:
+the Python cost of a route query that no kept answer matches (a topic's first query since
+a write touched it) and of one answered from a kept answer (issue #19).
+
+One cluster of ``bench fleet``'s fleet (8 brokers x 10,000 topics) is registered, then
+pipelined route queries for every topic are fed to a Connection in reads of 8 frames, as
+the load generator sends them, over a transport that only counts what is written. CPU
+time per request (``time.process_time``), the best of ``--repeat`` passes: first with
+nothing kept (every query a miss; the route bodies by queue map stay cached), then the
+same queries again (every one a hit). The system calls and the event loop's own work,
+which ``bench fleet`` includes, are not in these figures.
+
+    python benchmarks/route_path_bench.py [--topics 10000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+from typing import Any
+
+from mqadmin.bench.load import master_request, topics_body
+from mqnamesrv.protocol.codes import RequestCode
+from mqnamesrv.protocol.command import request
+from mqnamesrv.protocol.frame import encode
+from mqnamesrv.registry.config import NamesrvConfig
+from mqnamesrv.registry.kv import KVStore
+from mqnamesrv.registry.routes import RouteTable
+from mqnamesrv.server.connection import Connection
+from mqnamesrv.server.dispatch import Processor
+
+
+class CountingTransport:
+    """What a Connection calls on its transport; writes are counted and dropped."""
+
+    def __init__(self) -> None:
+        self.writes = 0
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def write(self, data: bytes) -> None:
+        self.writes += 1
+
+    def get_extra_info(self, name: str) -> Any:
+        return ("127.0.0.1", 1) if name == "peername" else None
+
+    def set_write_buffer_limits(self, high: int) -> None:
+        pass
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class Host:
+    """The parts of a NameServer a Connection uses."""
+
+    def __init__(self, processor: Processor, config: NamesrvConfig) -> None:
+        self.processor, self.config = processor, config
+        self.metrics = None
+        self.write_limit, self.max_frame, self.max_header = config["writeBufferLimit"], config["frameMaxLength"], \
+            config["headerMaxLength"]
+        self.connections: set[Connection] = set()
+
+    def connection_closed(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+
+
+def main(topics: int, repeat: int) -> None:
+    config = NamesrvConfig()
+    processor = Processor(RouteTable(), KVStore(), config)
+    names = [f"c0_topic_{i:05d}" for i in range(topics)]
+    for b in range(8):
+        answer = processor.handle(master_request("FleetCluster0", f"fleet-c0-b{b}", f"127.0.0.1:{23000 + 2 * b}",
+                                                 topics_body(names)), "broker")
+        assert answer is not None and answer.code == 0
+    conn = Connection(Host(processor, config))  # type: ignore[arg-type]
+    conn.connection_made(CountingTransport())  # type: ignore[arg-type]
+    frames = [encode(request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": t}, opaque=i + 1))
+              for i, t in enumerate(names)]
+    reads = [b"".join(frames[i:i + 8]) for i in range(0, len(frames), 8)]
+    gc.collect()
+    gc.freeze()
+
+    def per_request() -> float:
+        start = time.process_time()
+        for data in reads:
+            conn.data_received(data)
+        return (time.process_time() - start) / len(frames) * 1e6
+
+    misses, hits = [], []
+    for _ in range(repeat):
+        processor.route_answers.clear()
+        misses.append(per_request())
+        hits.append(per_request())
+    print(f"route query, nothing kept (first query): {min(misses):.2f} us  (passes: "
+          f"{', '.join(f'{m:.2f}' for m in misses)})")
+    print(f"route query, kept answer (again):        {min(hits):.2f} us  (passes: "
+          f"{', '.join(f'{h:.2f}' for h in hits)})")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--topics", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    main(args.topics, args.repeat)
