@@ -41,7 +41,6 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StructType
 
 from mqadmin.diff import STRATEGIES
 from mqadmin.pipeline import chains, session, tables, topics
@@ -144,17 +143,16 @@ def temporary_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[No
                 spark.conf.set(key, old)
 
 
-def _write(df: DataFrame, out: str, name: str, schemas: dict[str, StructType], clear: Sequence[str] = ()) -> None:
+def _write(df: DataFrame, out: str, name: str, clear: Sequence[str] = ()) -> None:
     """Write table ``name``, first removing its partitions of the dates in ``clear``
     (the dates the run covers, once known: see _clear)."""
     if clear:
         _clear(df, f"{out}/{name}", clear)
     df.write.mode("overwrite").partitionBy("date").parquet(f"{out}/{name}")
-    if clear and not _readable(df.sparkSession, f"{out}/{name}"):
+    if clear and not _has_files(df.sparkSession, f"{out}/{name}"):
         # No row at all (a quiet history has no window): a file with the schema and no
         # row, in a date this run owns, so that spark.read.parquet(table) still works.
         df.limit(0).drop("date").write.mode("overwrite").parquet(f"{out}/{name}/date={clear[0]}")
-    schemas[name] = df.schema
 
 
 def _clear(df: DataFrame, table: str, dates: Sequence[str]) -> None:
@@ -189,6 +187,20 @@ def _clear(df: DataFrame, table: str, dates: Sequence[str]) -> None:
         spark.catalog.dropTempView(f"{name}_none")
 
 
+def _has_files(spark: SparkSession, table: str) -> bool:
+    """Whether ``table`` holds a Parquet file in some partition, so that reading it finds a
+    schema. A look at the filesystem through Hadoop's, which runs no Spark job (a schema
+    inference does: one per table written); over Connect, the schema inference."""
+    if session.is_connect(spark):
+        return _readable(spark, table)
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    pattern = jvm.org.apache.hadoop.fs.Path(f"{table}/*=*/*.parquet")
+    found = pattern.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).globStatus(pattern)
+    # Spark skips the files whose name starts with "_" or "." when it reads a table.
+    return any(not str(status.getPath().getName()).startswith(("_", ".")) for status in found or ())
+
+
 def _readable(spark: SparkSession, table: str) -> bool:
     """Whether ``spark.read.parquet(table)`` finds a schema (some file of the table)."""
     try:
@@ -196,14 +208,6 @@ def _readable(spark: SparkSession, table: str) -> bool:
     except Exception:  # Spark's AnalysisException, classic or Connect: no file, no table
         return False
     return True
-
-
-def _read(spark: SparkSession, out: str, name: str, dates: Sequence[str], schemas: dict[str, StructType]
-          ) -> DataFrame:
-    # With the schema it was written with: a table with no row (no window in a quiet
-    # history) has no Parquet file to infer one from.
-    return (spark.read.schema(schemas[name]).parquet(f"{out}/{name}")
-            .where(F.col("date").cast("string").isin(list(dates))))
 
 
 def run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None] = lambda s: None) -> JobResult:
@@ -222,7 +226,6 @@ def run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None] = lam
 
 def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> JobResult:
     result = JobResult()
-    schemas: dict[str, StructType] = {}
     out = opts.out.rstrip("/")
     clock = time.perf_counter()
 
@@ -233,15 +236,16 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
         clock = now
 
     # 1. ingest: the chain pass gives the captures rows, the fact intervals of each chain
-    # and the distinct routes, a result kept cached (captures and routes are small; the
-    # facts grow with the changes).
+    # and the distinct routes, a result kept cached until the last two are computed once
+    # (captures and routes are small; the facts grow with the changes).
     echo("ingest: reading captures, chain by chain")
     chained = _chains(spark, opts).persist(StorageLevel.MEMORY_AND_DISK)
-    captures = tables.captures(chained.where(F.col("capture").isNotNull()).select("capture.*"))
-    _write(captures, out, "captures", schemas)  # runs the chain pass, on every core
-    # One row per file: one partition, so that the many small steps reading it run one
-    # task each instead of one per partition of the chain pass.
-    captures = captures.coalesce(1).persist(StorageLevel.MEMORY_AND_DISK)
+    # One row per file, computed once (this runs the chain pass, on every core) into one
+    # partition: the many small steps reading it run one task each, and plan it as a
+    # scan of its rows, not as the chain pass again.
+    captures = computed_once(tables.captures(chained.where(F.col("capture").isNotNull()).select("capture.*"))
+                             .coalesce(1))
+    _write(captures, out, "captures")
     # Dates and rounds of readable captures only (tables.rounds): an unreadable file in a
     # round without a readable one carries its mtime, and that date is no date of the
     # history whose tables this run should clear.
@@ -256,7 +260,6 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     result.dates = dates
     bad_files = seen["unreadable"]
     if not dates:
-        captures.unpersist()
         chained.unpersist()
         if bad_files:
             raise NoCaptures(f"no readable capture files under {opts.src} in the selected time range "
@@ -270,11 +273,12 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     # 2. routes: the chains' fact intervals joined where they continue each other, with
     # their route's rows.
     echo("routes: fact intervals")
-    rounds = tables.rounds(captures).persist(StorageLevel.MEMORY_AND_DISK)
+    rounds = computed_once(tables.rounds(captures))
     route_rows = computed_once(chained.where(F.col("route").isNotNull()).select("route.*")
                                .dropDuplicates(["route_key", "broker_seq"]).coalesce(1))
     facts = computed_once(tables.fact_intervals(chained.where(F.col("fact").isNotNull()).select("fact.*"), rounds))
-    _write(tables.routes(facts, route_rows, rounds), out, "routes", schemas, dates)
+    chained.unpersist()  # all of it is in captures, route_rows and facts now
+    _write(tables.routes(facts, route_rows, rounds), out, "routes", dates)
     step("routes")
 
     # 3. divergence, windows and the summary's counts: topic by topic
@@ -290,28 +294,27 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
                    .repartition(1).sortWithinPartitions("seq", "server")
                    .mapInArrow(topics.map_cluster(timeline, opts.consumers, opts.strategy),
                                from_arrow_schema(topics.DIVERGENCE)))
-        div = tables.divergence(judged.where(F.col("divergence").isNotNull()).select("divergence.*")
-                                .unionByName(cluster))
-        _write(div, out, "divergence", schemas, dates)
-    # What every later step reads of the divergence: the topics that disagreed.
-    bad = computed_once(_read(spark, out, "divergence", dates, schemas)
-                        .where((F.col("scope") == "topic") & ~F.col("agree")).coalesce(1))
+        by_topic = tables.divergence(judged.where(F.col("divergence").isNotNull()).select("divergence.*"))
+        _write(by_topic.unionByName(tables.divergence(cluster)), out, "divergence", dates)
+    # What every later step reads of the divergence: the topics that disagreed (all of
+    # them come from the per-topic pass, computed once already).
+    bad = by_topic.where((F.col("scope") == "topic") & ~F.col("agree"))
     step("divergence")
 
+    # 4. The small tables, each computed once, written, and read by the next ones and by
+    # the report from memory rather than from their Parquet files.
     echo("windows, brokers, summary")
-    _write(tables.windows(judged.where(F.col("window").isNotNull()).select("window.*")), out, "windows", schemas,
-           dates)
+    wins = computed_once(tables.windows(judged.where(F.col("window").isNotNull()).select("window.*")))
+    _write(wins, out, "windows", dates)
     step("windows")
-    pres = tables.presence(captures, rounds).persist(StorageLevel.MEMORY_AND_DISK)
-    _write(tables.brokers(pres), out, "brokers", schemas, dates)
-    _write(tables.broker_events(pres, rounds), out, "broker_events", schemas, dates)
+    pres = computed_once(tables.presence(captures, rounds))
+    _write(tables.brokers(pres), out, "brokers", dates)
+    events = computed_once(tables.broker_events(pres, rounds))
+    _write(events, out, "broker_events", dates)
     step("brokers")
-    wins = _read(spark, out, "windows", dates, schemas)
-    events = _read(spark, out, "broker_events", dates, schemas)
     sweep = judged.where(F.col("sweep").isNotNull()).select("sweep.*")
-    _write(tables.summary(tables.disagreeing(sweep, rounds), wins, events, captures, rounds), out, "summary",
-           schemas, dates)
-    pres.unpersist()
+    summary = computed_once(tables.summary(tables.disagreeing(sweep, rounds), wins, events, captures, rounds))
+    _write(summary, out, "summary", dates)
     step("summary")
 
     inconsistent = bad.agg(F.sum("rounds")).first()
@@ -323,10 +326,10 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
 
         echo("report: drawing")
         frames = {"captures": captures.where(readable), "divergence": bad, "windows": wins, "broker_events": events,
-                  "summary": _read(spark, out, "summary", dates, schemas)}
+                  "summary": summary}
         result.report = write_report(out, frames)
         step("report")
-    for df in (bad, rounds, captures, chained, judged, route_rows, facts):
+    for df in (captures, rounds, route_rows, facts, judged, wins, pres, events, summary):
         df.unpersist()
     return result
 

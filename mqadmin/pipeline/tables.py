@@ -110,13 +110,14 @@ def fact_intervals(facts: DataFrame, rounds_df: DataFrame) -> DataFrame:
 def routes(facts: DataFrame, route_rows: DataFrame, rounds_df: DataFrame) -> DataFrame:
     """The routes table: a row per (server, topic, interval, broker) of the merged fact
     intervals, with its route's flattened rows (chains.ROUTE, by raw route key)."""
-    r = rounds_df.select("seq", "round", "capture_ms")
+    r = rounds_df.select("seq", "round", "capture_ms", "next_ms")
     start = F.broadcast(r.select(F.col("seq").alias("from_seq"), F.col("round").alias("from_round"),
                                  F.col("capture_ms").alias("valid_from_ms")))
-    last = F.broadcast(r.select(F.col("seq").alias("to_seq"), F.col("round").alias("to_round")))
-    after = F.broadcast(r.select((F.col("seq") - 1).alias("to_seq"), F.col("capture_ms").alias("valid_to_ms")))
-    rows = (facts.join(start, "from_seq").join(last, "to_seq").join(after, "to_seq", "left")
-            .join(F.broadcast(route_rows), "route_key"))
+    # An interval is valid until the next round after its last (rounds' next_ms): one
+    # small join fewer, and a Spark job fewer, than looking that round up by seq + 1.
+    last = F.broadcast(r.select(F.col("seq").alias("to_seq"), F.col("round").alias("to_round"),
+                                F.col("next_ms").alias("valid_to_ms")))
+    rows = facts.join(start, "from_seq").join(last, "to_seq").join(F.broadcast(route_rows), "route_key")
     head = ["date", "server", "topic", "valid_from_ms", "valid_to_ms", "valid_from", "valid_to", "from_round",
             "to_round", "from_seq", "to_seq", "rounds", "asked", "has_route", "listed", "order_conf_kv"]
     return (rows.withColumn("date", date_of("valid_from_ms"))
