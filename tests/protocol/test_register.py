@@ -38,7 +38,8 @@ def _body(counter: int, topics: dict[str, int], state_version: int | None = None
 
 
 def test_body_key_ignores_the_data_version_and_returns_it() -> None:
-    from mqnamesrv.protocol.bodies import DataVersion, register_body_key
+    from mqnamesrv.protocol.bodies import DataVersion
+    from mqnamesrv.protocol.body_key import register_body_key
     first, second = register_body_key(_body(1, {"a": 4}), 409), register_body_key(_body(7, {"a": 4}, 3), 409)
     assert first is not None and second is not None
     assert first[0] == second[0]
@@ -46,7 +47,7 @@ def test_body_key_ignores_the_data_version_and_returns_it() -> None:
 
 
 def test_body_key_changes_with_the_topics_and_the_request_version() -> None:
-    from mqnamesrv.protocol.bodies import register_body_key
+    from mqnamesrv.protocol.body_key import register_body_key
     base = register_body_key(_body(1, {"a": 4}), 409)
     assert base is not None
     assert register_body_key(_body(1, {"a": 8}), 409)[0] != base[0]  # type: ignore[index]
@@ -55,7 +56,7 @@ def test_body_key_changes_with_the_topics_and_the_request_version() -> None:
 
 
 def test_body_key_refuses_what_it_cannot_cut_safely() -> None:
-    from mqnamesrv.protocol.bodies import register_body_key
+    from mqnamesrv.protocol.body_key import register_body_key
     assert register_body_key(b'{"filterServerList":[]}', 409) is None
     assert register_body_key(b'{"x":{"dataVersion":{"counter":"1}"}}}', 409) is None
     assert register_body_key(b'{"x":{"dataVersion":{"counter":1,"nested":{"a":1}}}}', 409) is None

@@ -423,7 +423,7 @@ class RouteTable:
         filter-server table untouched.
 
         ``topics_key`` identifies the body apart from its DataVersion
-        (``bodies.register_body_key``). ``topics`` None means "the body ``topics_key``
+        (``body_key.register_body_key``). ``topics`` None means "the body ``topics_key``
         names, which ``topics_applied`` said is in the table": nothing to apply, and
         the caller skipped parsing it (pass ``filter_servers`` None then).
         ``topics_diff``: ``topics`` diffed already (``TopicsDiff.of``), if it still applies.

@@ -19,8 +19,9 @@ from zlib_ng.zlib_ng import crc32
 
 from ..protocol.bodies import (
     DataVersion, QueueShape, RegisterBrokerBody, TopicList, TopicQueueMappingInfo, TopicRouteData, encode_kv_table,
-    queue_shapes, register_body_key,
+    queue_shapes,
 )
+from ..protocol.body_key import register_body_key
 from ..protocol.codes import (
     FLAG_ONEWAY, FLAG_RESPONSE, MASTER_ID, ORDER_TOPIC_CONFIG, VERSION_V3_0_11, VERSION_V4_9_4, RequestCode, ResponseCode, SerializeType,
     code_name,
