@@ -97,6 +97,31 @@ def test_two_stagings_at_once_equal_one_after_the_other() -> None:
     assert _state(table) == _state(plain)
 
 
+def test_a_change_watcher_learns_every_staged_topic_and_stagings_at_once_keep_their_values() -> None:
+    """The watcher's journal takes the published topics by key only (TopicsWritten); a
+    staging's own journal still gets each topic's value, which its publish replays."""
+    b, c = _topics("b", 4000), {**_topics("c", 4000), **_topics("b", 100, (2, 2, PERM_READ, 0))}
+    table, plain = _fleet(), _fleet()
+    changes = table.watch_changes()
+    changes.take()
+    first = table.stage_master_topics("broker-b", MASTER_B, 0, dv(1), TopicsDiff.of(b, None))
+    second = table.stage_master_topics("broker-c", MASTER_C, 0, dv(1), TopicsDiff.of(c, None))
+    assert first is not None and second is not None
+    first.step(1000), second.step(1000)
+    with first, second:
+        _register(table, "broker-b", MASTER_B, b, staged=first)
+        topics, _ = changes.take()
+        assert topics == set(b)
+        table.delete_topic("shared_00001", None)  # a write while the second stages
+        _register(table, "broker-c", MASTER_C, c, staged=second)
+    later = changes.take()[0]  # (its writes meanwhile too: broker-b's, replayed on its copy)
+    assert later is not None and later >= set(c) | {"shared_00001"}
+    _register(plain, "broker-b", MASTER_B, b)
+    plain.delete_topic("shared_00001", None)
+    _register(plain, "broker-c", MASTER_C, c)
+    assert _state(table) == _state(plain)
+
+
 def test_a_staging_outlived_by_a_wholesale_replacement_is_applied_again_in_one_piece() -> None:
     table = _fleet()
     topics = _topics("b", 3000)

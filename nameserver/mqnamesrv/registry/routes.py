@@ -18,7 +18,7 @@ from ..protocol.bodies import (
 from ..protocol.javahash import hashmap_order
 from ..protocol.codes import FLAG_UNIT, FLAG_UNIT_SUB, MASTER_ID, PERM_READ, PERM_WRITE
 from .clock import Clock, system_clock
-from .topic_table import TopicTable
+from .topic_table import TopicsWritten, TopicTable
 
 #: Java's BROKER_CHANNEL_EXPIRED_TIME: a broker silent this long is dropped.
 DEFAULT_BROKER_TIMEOUT_MS = 120_000
@@ -175,10 +175,14 @@ class StagedTopics:
         # Stagings still running were copied from the table this one replaces: what it
         # changed is, for them, writes made meanwhile.
         for journal in live.journals():
-            for topic in changed:
-                journal[topic] = copy.get(topic)
-            for topic in self.journal:
-                journal[topic] = copy.get(topic)
+            if type(journal) is TopicsWritten:
+                journal.update(dict.fromkeys(changed))
+                journal.update(dict.fromkeys(self.journal))
+            else:
+                for topic in changed:
+                    journal[topic] = copy.get(topic)
+                for topic in self.journal:
+                    journal[topic] = copy.get(topic)
             copy.adopt(journal)
         self.published = True
         return copy
@@ -199,7 +203,7 @@ class RouteChanges:
     def __init__(self, routes: RouteTable) -> None:
         self._routes = routes
         self._table = routes.topic_queue_table
-        self._journal = self._table.watch()
+        self._journal = self._table.watch(TopicsWritten())
         #: topics written other than through the topic table (static-topic mappings)
         self.topics: set[str] = set()
         self.brokers: set[str] = set()
@@ -213,7 +217,7 @@ class RouteChanges:
         if self.everything or not table.watching(self._journal):
             topics: set[str] | None = None
             self._table.unwatch(self._journal)
-            self._table, self._journal = table, table.watch()
+            self._table, self._journal = table, table.watch(TopicsWritten())
         else:
             topics = self.topics | self._journal.keys() if self._journal else self.topics
             self._journal.clear()

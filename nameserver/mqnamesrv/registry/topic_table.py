@@ -24,6 +24,15 @@ _EMPTY = -1
 _MIN_INDEX = 8
 
 
+class TopicsWritten(dict):
+    """A journal (``TopicTable.watch``) whose reader wants the topics written, not their
+    values. A staged registration's publish tells every journal of the table it replaces
+    what it changed: into this kind, its 10^4 topics go in one ``update`` instead of a
+    lookup each (~7 ms of the event loop for a fleet broker's first registration)."""
+
+    __slots__ = ()
+
+
 class TopicTable(Generic[V]):
     """A str -> V mapping (V not None) with the dict methods the registry uses. Names
     are kept with ``surrogatepass``, so any str a header decoder produced fits."""
@@ -56,11 +65,12 @@ class TopicTable(Generic[V]):
         other._slot = _prober(other._index, other._mask, other._hashes, other._starts, other._names)
         return other
 
-    def watch(self) -> dict[str, V | None]:
-        """Start recording writes: the returned journal maps each topic written from now
-        on to its latest value (None: deleted), in the order topics were first written,
-        until ``unwatch``. This is how a copy built meanwhile learns what changed here."""
-        journal: dict[str, V | None] = {}
+    def watch(self, journal: dict[str, V | None] | None = None) -> dict[str, V | None]:
+        """Start recording writes: the returned journal (``journal``, or a new dict) maps
+        each topic written from now on to its latest value (None: deleted), in the order
+        topics were first written, until ``unwatch``. This is how a copy built meanwhile
+        learns what changed here. A ``TopicsWritten`` journal is read for its keys only."""
+        journal = {} if journal is None else journal
         self._journals.append(journal)
         return journal
 
