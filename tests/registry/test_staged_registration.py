@@ -84,8 +84,8 @@ def test_writes_made_while_staging_are_kept_and_the_registration_comes_after_the
 
 @pytest.mark.parametrize("watched", [False, True], ids=["alone", "under a change watcher"])
 def test_two_stagings_at_once_equal_one_after_the_other(watched: bool) -> None:
-    """Under a route-change watcher too, whose journal takes a publish's topics by key
-    only (TopicsWritten), while a staging's own journal still gets each value it replays."""
+    """Under a route-change watcher too: every journal learns a publish's topics, and a
+    staging replays each topic's latest value from the table it replaces."""
     b, c = _topics("b", 4000), {**_topics("c", 4000), **_topics("b", 100, (2, 2, PERM_READ, 0))}
     table, plain = _fleet(), _fleet()
     changes = table.watch_changes() if watched else None

@@ -18,7 +18,7 @@ from ..protocol.bodies import (
 from ..protocol.javahash import hashmap_order
 from ..protocol.codes import FLAG_UNIT, FLAG_UNIT_SUB, MASTER_ID, PERM_READ, PERM_WRITE
 from .clock import Clock, system_clock
-from .topic_table import TopicsWritten, TopicTable
+from .topic_table import TopicTable
 
 #: Java's BROKER_CHANNEL_EXPIRED_TIME: a broker silent this long is dropped.
 DEFAULT_BROKER_TIMEOUT_MS = 120_000
@@ -164,7 +164,8 @@ class StagedTopics:
         while not self.step(1 << 16):
             pass
         changed, copy = self.diff.changed, self.copy
-        for topic, value in self.journal.items():
+        for topic in self.journal:
+            value = live.get(topic)  # its latest write (a journal keeps the topics only)
             if value is None:
                 copy.pop(topic, None)
             else:
@@ -175,14 +176,8 @@ class StagedTopics:
         # Stagings still running were copied from the table this one replaces: what it
         # changed is, for them, writes made meanwhile.
         for journal in live.journals():
-            if type(journal) is TopicsWritten:
-                journal.update(dict.fromkeys(changed))
-                journal.update(dict.fromkeys(self.journal))
-            else:
-                for topic in changed:
-                    journal[topic] = copy.get(topic)
-                for topic in self.journal:
-                    journal[topic] = copy.get(topic)
+            journal.update(dict.fromkeys(changed))
+            journal.update(self.journal)
             copy.adopt(journal)
         self.published = True
         return copy
@@ -203,7 +198,7 @@ class RouteChanges:
     def __init__(self, routes: RouteTable) -> None:
         self._routes = routes
         self._table = routes.topic_queue_table
-        self._journal = self._table.watch(TopicsWritten())
+        self._journal = self._table.watch()
         #: topics written other than through the topic table (static-topic mappings)
         self.topics: set[str] = set()
         self.brokers: set[str] = set()
@@ -217,7 +212,7 @@ class RouteChanges:
         if self.everything or not table.watching(self._journal):
             topics: set[str] | None = None
             self._table.unwatch(self._journal)
-            self._table, self._journal = table, table.watch(TopicsWritten())
+            self._table, self._journal = table, table.watch()
         else:
             topics = self.topics | self._journal.keys() if self._journal else self.topics
             self._journal.clear()
