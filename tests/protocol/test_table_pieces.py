@@ -1,5 +1,6 @@
 """table_changes: a re-registration's changed topics from the pieces of its topic table,
-equal to what a full parse finds, or None when the body cannot be split soundly."""
+equal to what a full parse finds, or None when the body cannot be split soundly.
+(The layout reader of first registrations: test_table_layout.py.)"""
 
 from __future__ import annotations
 
@@ -49,14 +50,20 @@ def test_only_the_changed_topics_are_parsed_and_the_rest_is_known_by_hash() -> N
 def test_bodies_it_cannot_vouch_for_are_left_to_the_full_parse() -> None:
     plain = body({"a": 8, "b": 8})
     assert table_changes(plain, 36, NONE) is None  # a bare wrapper (pre-3.0.11 request)
-    spaced = plain.replace(b'"perm":6', b'"perm": 6')
-    assert table_changes(spaced, V, NONE) is None
+    braced = body({"a}b": 8, "b": 8})  # a "}" in a name: one topic, two pieces
+    assert table_changes(braced, V, NONE) is None
     nested = plain.replace(b'"order":false', b'"attributes":{},"order":false')  # 5.x TopicConfig
     assert table_changes(nested, V, NONE) is None
     again = plain[:-2] + b',"topicConfigTable":{}}}'  # a second table after the first
     assert table_changes(again, V, NONE) is None
     elsewhere = b'{"x":{"topicConfigTable":' + plain[plain.index(b'{"a"'):-2] + b'},"topicConfigSerializeWrapper":{}}'
     assert table_changes(elsewhere, V, NONE) is None  # not the wrapper's table
+    # The first table in an array before the wrapper, and no "}," after it (no dataVersion):
+    # its end is found right, and only the head shows the wrapper's own, empty, table.
+    in_array = (b'{"x":[{"topicConfigTable":' + plain[plain.index(b'{"a"'):-2]
+                + b'}],"topicConfigSerializeWrapper":{"topicConfigTable":{}}}')
+    assert b"}," not in in_array[in_array.index(b"}}]"):]
+    assert full(in_array) == {} and table_changes(in_array, V, NONE) is None
     assert table_changes(b"{" + plain, V, NONE) is None  # not JSON
 
 
@@ -120,6 +127,24 @@ def test_at_least_the_4x_captures_go_through_the_pieces() -> None:
     assert any(table_changes(cmd.body, cmd.version, NONE) is not None for _, cmd in GOLDEN_REGISTERS)
 
 
+FOURX = [(name, cmd) for name, cmd in GOLDEN_REGISTERS if cmd.ext_get("enableActingMaster") is None]
+
+
+def test_golden_registrations_diffed_against_each_other_apply_to_their_full_parse() -> None:
+    """Each 4.x capture against every other's pieces: what it reports as changed is its own
+    full parse's, and applied over the other's topics it gives its own."""
+    assert len(FOURX) >= 2
+    for _, old in FOURX:
+        before = table_changes(old.body, V, NONE)
+        assert before is not None
+        for _, cmd in FOURX:
+            got = table_changes(cmd.body, V, before.hashes)
+            expected = full(cmd.body)
+            assert got is not None and got.changed.items() <= expected.items()
+            applied = {**full(old.body), **got.changed}
+            assert {t: applied[t] for t in expected} == expected
+
+
 def test_the_table_ends_where_the_last_piece_says_and_anything_else_is_declined() -> None:
     plain = body({"a": 8, "b": 8})
     wrapper = plain.index(b'"topicConfigSerializeWrapper"')
@@ -161,3 +186,108 @@ def test_a_table_with_junk_spliced_anywhere_is_declined_or_parsed_exactly(topics
     got = table_changes(spliced, V, NONE)
     if got is not None:
         assert not mappings and (got.changed, got.data_version, got.filters) == (expected, dv, filters)
+
+
+# ---- re-registrations: topics changed in place, inserted, dropped and moved ----
+
+Shape = tuple[int, int, int]  # (read/write queues, perm, topicSysFlag) of a test topic
+shapes = st.tuples(st.integers(1, 16), st.sampled_from([2, 4, 6, 7]), st.integers(0, 3))
+# two characters at least: no name is the one-letter "k" the junk below may add a second time
+plain_names = st.from_regex(r"[a-zA-Z0-9_%|-]{2,12}", fullmatch=True)
+edits = st.lists(st.tuples(st.sampled_from(["change", "insert", "drop", "move", "rename"]), st.integers(0, 10**6),
+                           plain_names, shapes), max_size=6)
+
+
+def shaped_body(topics: list[tuple[str, Shape]], counter: int) -> bytes:
+    return register_body(RegisterBrokerBody(DataVersion(counter, 1_700_000_000_000 + counter), {
+        name: TopicConfig(name, n, n, perm, topic_sys_flag=flag) for name, (n, perm, flag) in topics}))
+
+
+def edited(topics: list[tuple[str, Shape]], steps: list[tuple[str, int, str, Shape]]) -> list[tuple[str, Shape]]:
+    """``topics`` after the edits, each at a position drawn from its integer; names stay
+    distinct (an inserted or renamed topic whose name is taken is left out)."""
+    out = list(topics)
+    for kind, at, name, shape in steps:
+        taken = {t for t, _ in out}
+        if kind == "insert" and name not in taken:
+            out.insert(at % (len(out) + 1), (name, shape))
+        elif not out:
+            continue
+        elif kind == "change":
+            i = at % len(out)
+            out[i] = (out[i][0], shape)
+        elif kind == "drop":
+            del out[at % len(out)]
+        elif kind == "move":
+            out.insert(at // 7 % len(out), out.pop(at % len(out)))
+        elif kind == "rename" and name not in taken:
+            i = at % len(out)
+            out[i] = (name, out[i][1])
+    return out
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.dictionaries(plain_names, shapes, max_size=60), st.lists(edits, min_size=1, max_size=4))
+def test_re_registrations_report_exactly_the_topics_whose_configs_changed(start: dict[str, Shape],
+                                                                          rounds: list[list]) -> None:
+    """Round after round, each body diffed against the last one's pieces: exactly the
+    topics whose config is new or differs from the last body's are reported (topics that
+    only moved, or that other topics' insertions and drops shifted, are known), and what
+    is reported, applied over what went before, equals each body's full parse."""
+    topics = list(start.items())
+    data = shaped_body(topics, 1)
+    got = table_changes(data, V, NONE)
+    assert got is not None and got.changed == full(data)
+    applied = dict(got.changed)
+    for n, steps in enumerate(rounds, 2):
+        before, topics = dict(topics), edited(topics, steps)
+        data = shaped_body(topics, n)
+        expected = full(data)
+        got = table_changes(data, V, got.hashes)
+        assert got is not None
+        assert got.changed == {t: expected[t] for t, shape in topics if before.get(t) != shape}
+        applied.update(got.changed)
+        assert {t: applied[t] for t in expected} == expected
+
+
+raw_junk = st.lists(st.sampled_from([b"}", b"{", b",", b'"', b":", b"1", b"\\", b" ", b"x", b"\xff", b"\x00",
+                                     b'"k":1', b'"k":{}', b'"k":{', b"},", b"}}", b"\xed\xa0\x80"]), max_size=4).map(b"".join)
+
+
+def test_a_new_piece_is_trusted_only_with_the_comma_before_it() -> None:
+    """A member cut short and a brace-less one after it: the new piece lacks its comma, and
+    its bytes but for the first are a member. The body is not JSON; it must be declined."""
+    data = body({"a": 8, "b": 8})
+    first = table_changes(data, V, NONE)
+    assert first is not None
+    cut = data.index(b"}", data.index(b'"a":{'))
+    spliced = data[:cut] + b'}x"k":{' + data[cut:]
+    with pytest.raises(BodyDecodeError):
+        full(spliced)
+    assert table_changes(spliced, V, first.hashes) is None
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.dictionaries(plain_names, shapes, min_size=1, max_size=8), st.dictionaries(plain_names, shapes, max_size=8),
+       raw_junk, st.integers(0, 2000))
+def test_a_re_registration_with_junk_spliced_anywhere_is_declined_or_applies_exactly(
+        before: dict[str, Shape], more: dict[str, Shape], extra: bytes, at: int) -> None:
+    """Bytes inserted anywhere in a re-registration diffed against a clean one's pieces:
+    declined, or what it reports is the full parse's (DataVersion and filters too), and
+    applied over the first body's topics it gives the full parse's topics."""
+    first = table_changes(shaped_body(list(before.items()), 1), V, NONE)
+    assert first is not None
+    data = shaped_body(list({**before, **more}.items()), 2)
+    at = at % (len(data) + 1)
+    spliced = data[:at] + extra + data[at:]
+    try:
+        dv, expected, filters, mappings = RegisterBrokerBody.decode_queues_mapped(spliced, V)
+    except BodyDecodeError:
+        assert table_changes(spliced, V, first.hashes) is None
+        return
+    got = table_changes(spliced, V, first.hashes)
+    if got is not None:
+        assert not mappings and (got.data_version, got.filters) == (dv, filters)
+        assert got.changed.items() <= expected.items()
+        applied = {**first.changed, **got.changed}
+        assert {t: applied[t] for t in expected} == expected
