@@ -17,7 +17,7 @@ from mqnamesrv.protocol.command import RemotingCommand
 from mqnamesrv.protocol.errors import BodyDecodeError
 from mqnamesrv.protocol.frame import decode
 from mqnamesrv.protocol.register import register_body
-from mqnamesrv.protocol.table_pieces import table_changes
+from mqnamesrv.protocol.table_pieces import _TABLE_KEY, _pieces, _read_layout, table_changes
 
 V = 409  # a 4.9.8 broker's request version
 NONE: array = array("q")
@@ -127,7 +127,24 @@ def test_at_least_the_4x_captures_go_through_the_pieces() -> None:
     assert any(table_changes(cmd.body, cmd.version, NONE) is not None for _, cmd in GOLDEN_REGISTERS)
 
 
+def table_bounds(data: bytes) -> tuple[int, int]:
+    """Where a plain body's table members start and where its last one closes."""
+    opened = data.index(_TABLE_KEY) + len(_TABLE_KEY)
+    return opened, data.index(b"}}", data.rindex(b"},") + 2)
+
+
 FOURX = [(name, cmd) for name, cmd in GOLDEN_REGISTERS if cmd.ext_get("enableActingMaster") is None]
+
+
+@pytest.mark.parametrize(("name", "cmd"), FOURX, ids=[n for n, _ in FOURX])
+def test_a_4x_brokers_own_table_is_read_in_its_layout_to_the_split_pieces(name: str, cmd: RemotingCommand) -> None:
+    """Real 4.9.8 brokers' bytes are what the layout reader is for: it reads them (no
+    parse), finds the full parse's topics, and cuts the same pieces the split at "}" does,
+    so the next re-registration finds them known."""
+    opened, end = table_bounds(cmd.body)
+    read = _read_layout(cmd.body, opened, end + 1)
+    assert read is not None
+    assert read[1] == full(cmd.body) and read[0] == _pieces(cmd.body, opened, end)
 
 
 def test_golden_registrations_diffed_against_each_other_apply_to_their_full_parse() -> None:

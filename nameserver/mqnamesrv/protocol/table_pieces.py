@@ -16,8 +16,10 @@ SOUNDNESS: why a piece stands for its topic wherever it appears.
   values and the object around them need all of them. So no brace sits in a string, no
   value nests an object, and the i-th value closes where the i-th piece ends: each piece
   is ``,`` and one member, whatever else its bytes hold (escapes, whitespace).
-- A first registration's pieces are all new: the table's members are parsed at once, and
-  must be as many as the pieces.
+- A first registration's pieces are all new and read at once: the table's members are
+  parsed, and must be as many as the pieces; or, where every member is in a 4.9.8
+  broker's layout, they are read by ``_read_layout``, which vouches for each piece as one
+  member and reads from it exactly what the parse reads (its comments say why).
 - Known pieces are known by their hash (xxh3, 64 bits, seeded per process), compared only
   with pieces this process trusted before. So when every piece of a table is trusted, the
   table is exactly the object of those members.
@@ -35,10 +37,11 @@ where a full parse keeps the last one; no broker sends a topic twice.
 from __future__ import annotations
 
 import os
+import re
 from array import array
 from dataclasses import dataclass
 from itertools import compress, count, repeat
-from operator import ne
+from operator import add, ne
 
 from xxhash import xxh3_64_intdigest
 
@@ -52,6 +55,26 @@ _TABLE_KEY = b'"topicConfigTable":{'
 #: collision as unlikely as a 64-bit one can be (one would only keep that broker's own topic
 #: from being applied).
 _SEED = int.from_bytes(os.urandom(8), "little")
+
+# One member as a 4.9.8 broker's fastjson writes a TopicConfig: fields sorted by name, no
+# whitespace, the config's topicName equal to its key (``\2``: then a full parse keys it by
+# that name too). What a match reads is what orjson reads there: a name is a run of bytes
+# holding no quote, backslash or control character (a JSON string holds those only escaped)
+# and no ``}`` (its piece would not be the split's), decoded as UTF-8 as orjson decodes it;
+# a number is an integer of at most 18 digits without leading zeros (which JSON refuses;
+# and orjson reads integers past 64 bits as floats, never those). Possessive runs (``*+``):
+# what follows each is a byte they cannot hold, so they give up nothing a match could use,
+# and sre skips the bookkeeping. Groups: the piece (the member but for its closing brace),
+# the name, the fields from perm to topicFilterType, the fields after topicName.
+_INT = rb"-?(?:0|[1-9][0-9]{0,17}+)"
+_MEMBER = (rb'"([^"\\\x00-\x1f}]*+)":\{"order":(?:true|false),"perm":(' + _INT + rb',"readQueueNums":' + _INT
+           + rb',"topicFilterType":"(?:SINGLE_TAG|MULTI_TAG)"),"topicName":"\2","topicSysFlag":(' + _INT
+           + rb',"writeQueueNums":' + _INT + rb")")
+#: the table's first member, and each after it with the comma before it
+_FIRST = re.compile(rb"(" + _MEMBER + rb")\}")
+_NEXT = re.compile(rb"(," + _MEMBER + rb")\}")
+#: a shape's numbers in the groups' bytes: perm, readQueueNums, topicSysFlag, writeQueueNums
+_NUMBER = re.compile(_INT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,10 +135,14 @@ def _topics(body: bytes, opened: int, end: int, base: array) -> tuple[array, dic
 
     Every per-piece step is a C loop: one split of the body at ``}`` (a one-byte separator
     is found with memchr), one xxh3 per piece, a positional comparison with the base."""
+    if not base:
+        read = _read_layout(body, opened, end + 1)
+        if read is not None:
+            return array("Q", list(map(xxh3_64_intdigest, read[0], repeat(_SEED)))), read[1]
     pieces = _pieces(body, opened, end)
     ints = list(map(xxh3_64_intdigest, pieces, repeat(_SEED)))  # each hash an int once
     hashes = array("Q", ints)
-    if not base:  # a first registration: the table the pieces form, parsed
+    if not base:  # a first registration not in the layout: the table the pieces form, parsed
         total = len(pieces)
         # Let go of the 10^4 pieces before the parse makes its objects: the allocator's
         # pages then hold one of them at a time, not both (resident size after a fleet).
@@ -177,3 +204,45 @@ def _parsed_shapes(data: bytes, lo: int, hi: int, members: int) -> dict[str, Que
     if type(parsed) is not dict or len(parsed) != members or any(type(value) is not dict for value in parsed.values()):
         return None
     return table_shapes(parsed)
+
+
+def _read_layout(body: bytes, lo: int, hi: int) -> tuple[list[bytes], dict[str, QueueShape]] | None:
+    """The pieces and queue shapes of the members ``body[lo:hi]`` when they are distinct
+    topics each in a 4.9.8 broker's layout, read without a parse; None when they are not
+    all that. Each distinct shape is converted once and the names are decoded one by one:
+    no 10^4 dicts from orjson (nor the fresh pages its output takes), and no split.
+
+    ``_NEXT.split`` cuts the whole body (a pattern's split takes no bounds) into the gaps
+    between matches and each match's four groups (piece, name, perm to topicFilterType,
+    topicSysFlag and writeQueueNums). The members are exactly the ``_FIRST`` match and the
+    ``_NEXT`` ones, joined by commas, when the first gap is the body up to ``lo`` followed
+    by that ``_FIRST`` match, the last gap the body from ``hi``, and every other gap empty:
+    then a parse of the table finds these members and nothing else, keys each by its
+    topicName, and ``table_shapes`` gives what is read here. Each piece holds no ``}`` and
+    is ``,`` and one member: what the split at ``}`` cuts, so a re-registration knows it."""
+    first = _FIRST.match(body, lo, hi)
+    if first is None:  # not that layout: no scan for nothing
+        return None
+    parts = _NEXT.split(body)
+    tail = len(body) - hi
+    if len(parts) == 1:  # one member: the body is all gap
+        if first.end() != hi:
+            return None
+    elif len(parts[-1]) != tail or first.end() != len(parts[0]) or any(parts[5:-1:5]):
+        return None
+    pieces, names, fronts, backs = parts[1::5], parts[2::5], parts[3::5], parts[4::5]
+    del parts
+    pieces.insert(0, b"," + first[1])
+    names.insert(0, first[2])
+    fronts.insert(0, first[3])
+    backs.insert(0, first[4])
+    keys = list(map(add, fronts, backs))  # bytes, not tuples: 10^4 objects the GC never sees
+    shapes: dict[bytes, QueueShape] = {}
+    for key in set(keys):
+        perm, read, flag, write = map(int, _NUMBER.findall(key))
+        shapes[key] = (read, write, perm, flag)
+    try:
+        topics = dict(zip(map(bytes.decode, names), map(shapes.__getitem__, keys)))
+    except UnicodeDecodeError:  # the parse refuses it, as the full parse does
+        return None
+    return (pieces, topics) if len(topics) == len(keys) else None  # a topic named twice: the parse decides
