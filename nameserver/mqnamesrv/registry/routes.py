@@ -175,8 +175,10 @@ class StagedTopics:
                 copy.update_each(((topic, shape),), self._change)
         # Stagings still running were copied from the table this one replaces: what it
         # changed is, for them, writes made meanwhile.
-        for journal in live.journals():
-            journal.update(dict.fromkeys(changed))
+        journals = live.journals()
+        written = dict.fromkeys(changed) if journals else {}
+        for journal in journals:
+            journal.update(written)
             journal.update(self.journal)
             copy.adopt(journal)
         self.published = True
