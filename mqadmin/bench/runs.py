@@ -173,8 +173,11 @@ async def _churn(conn: NamesrvConnection, addr: str, broker: tuple[str, str, str
 
 
 async def _fleet_figures(addr: str, pid: int | None, *, conns: int, inflight: int, requests: int, repeat: int,
-                         say: Progress) -> dict[str, Any]:
-    """Every fleet figure of one name server (``pid`` None: no memory or CPU figures)."""
+                         settle: float, say: Progress) -> dict[str, Any]:
+    """Every fleet figure of one name server (``pid`` None: no memory or CPU figures).
+    Memory growth is read as the last registration is answered and again ``settle``
+    seconds later: what the server holds for the fleet once its periodic work ran
+    (ours gives the parse's freed heap back then), which is the figure compared."""
     fleet = _fleet()
     all_topics = sorted({t for *_, topics in fleet for t in topics})
     gc.collect()
@@ -182,6 +185,10 @@ async def _fleet_figures(addr: str, pid: int | None, *, conns: int, inflight: in
     say(f"{addr}: registering 32 brokers x 10,000 topics")
     held = await register_fleet(addr, fleet)
     try:
+        rss_at_once = rss(pid) if pid else None
+        if pid and settle:
+            say(f"{addr}: {settle:g} s for the server to settle")
+            await asyncio.sleep(settle)
         rss_after = rss(pid) if pid else None
         route_bytes = await _route_body_size(addr, all_topics[0])
         cluster, name, baddr, topics = fleet[0]
@@ -230,6 +237,7 @@ async def _fleet_figures(addr: str, pid: int | None, *, conns: int, inflight: in
         "route_cpu_us_per_request": None if cpu_per_request is None else round(cpu_per_request * 1e6, 1),
         "route_cpu_us_per_request_again": None if cpu_again is None else round(cpu_again * 1e6, 1),
         "rss_growth_mb": None if rss_before is None else round((rss_after - rss_before) / 2**20, 1),  # type: ignore[operator]
+        "rss_growth_at_once_mb": None if rss_before is None else round((rss_at_once - rss_before) / 2**20, 1),  # type: ignore[operator]
     }
 
 
@@ -267,10 +275,12 @@ def _ratio(ours: Any, theirs: Any) -> float | None:
 
 
 async def bench_fleet(addr: str, *, pid: int | None, conns: int, inflight: int, requests: int, repeat: int = 5,
-                      vs: str | None = None, vs_pid: int | None = None, say: Progress) -> dict[str, Any]:
+                      vs: str | None = None, vs_pid: int | None = None, settle: float = 6.0,
+                      say: Progress) -> dict[str, Any]:
     """The fleet, on ``addr`` and (``vs``) on another name server, figure by figure, with
     ours/theirs ratios and the echo floor for route CPU. The goals are issue #19's."""
-    ours = await _fleet_figures(addr, pid, conns=conns, inflight=inflight, requests=requests, repeat=repeat, say=say)
+    ours = await _fleet_figures(addr, pid, conns=conns, inflight=inflight, requests=requests, repeat=repeat,
+                                settle=settle, say=say)
     say("echo floors")
     some = [f"c0_topic_{i:05d}" for i in range(10_000)]
     echo = await _echo_floor(ours["route_body_bytes"], some, conns, inflight, requests)
@@ -289,7 +299,7 @@ async def bench_fleet(addr: str, *, pid: int | None, conns: int, inflight: int, 
                               "goals": {"route_cpu_vs_protocol_echo": "<= 1.2", "longest_stall_ms": "<= ~10"}}
     if vs is not None:
         theirs = await _fleet_figures(vs, vs_pid, conns=conns, inflight=inflight, requests=requests, repeat=repeat,
-                                      say=say)
+                                      settle=settle, say=say)
         result["vs"] = {"addr": vs, **theirs}
         result["ratios"] = {
             "register_first": _ratio(ours["register_first_ms"], theirs["register_first_ms"]),

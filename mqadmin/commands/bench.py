@@ -116,6 +116,9 @@ def fleet(namesrv: NamesrvOpt = None, conns: ConnsOpt = 16, inflight: InflightOp
           vs: Annotated[Optional[str], typer.Option("--vs", help="Another name server (e.g. Java's) to measure the "
                                                     "same way; adds ours/theirs ratios.")] = None,
           vs_pid: Annotated[Optional[int], typer.Option("--vs-pid", help="Its process id, for memory growth.")] = None,
+          settle: Annotated[float, typer.Option("--settle", min=0, help="Seconds to wait after the fleet registered "
+                                                "before reading memory growth again (a name server's periodic scan, "
+                                                "every 5 s by default, may give memory back).")] = 6.0,
           output: OutputOpt = Output.table) -> None:
     """RocketMQ's JMH route-benchmark fleet (4 clusters x 8 brokers, 40,000 topics): first
     registration, bumped re-registration (unchanged, 1% changed), route p50/p99 quiet and
@@ -123,7 +126,7 @@ def fleet(namesrv: NamesrvOpt = None, conns: ConnsOpt = 16, inflight: InflightOp
     CPU per request against an echo floor, memory growth (when the process is known)."""
     _measure(namesrv, output, lambda addr, pid, say: runs.run(runs.bench_fleet(
         addr, pid=pid, conns=conns, inflight=inflight, requests=requests, repeat=repeat,
-        vs=None if vs is None else parse_addrs(vs)[0], vs_pid=vs_pid, say=say)))
+        vs=None if vs is None else parse_addrs(vs)[0], vs_pid=vs_pid, settle=settle, say=say)))
 
 
 def _own_server(work: Callable[[str, int, Callable[[str], None]], dict[str, Any]]) -> Callable[..., dict[str, Any]]:

@@ -273,3 +273,26 @@ def test_a_wipe_between_the_diff_and_its_application_is_undone_by_the_bumped_reg
         check(ops, off_loop=True)
     finally:
         dispatch.OFF_LOOP_BODY_BYTES = threshold
+
+
+def test_brokers_with_the_same_topics_share_one_hash_array_and_stay_apart() -> None:
+    """A cluster's brokers usually list the same topics: their applications keep one
+    array between them, and a change of one is still diffed against its own."""
+    routes = RouteTable()
+    topics = {f"t{i}": (8, 8, 6, 0) for i in range(500)}
+    a, b = addr_of("broker-a", 1), addr_of("broker-b", 1)
+    routes.register_broker(CLUSTER, "broker-a", a, 0, "ha", DataVersion(1, 1), topics, ())
+    routes.register_broker(CLUSTER, "broker-b", b, 0, "ha", DataVersion(1, 1), dict(topics), ())
+    shared = routes.applied_hashes("broker-a", a)
+    assert shared is not None and routes.applied_hashes("broker-b", b) is shared
+    changed = {**topics, "t7": (4, 4, 6, 0)}
+    diff = TopicsDiff.of(changed, routes.applied_hashes("broker-b", b))
+    assert list(diff.changed) == ["t7"]
+    routes.register_broker(CLUSTER, "broker-b", b, 0, "ha", DataVersion(2, 2), changed, (), topics_diff=diff)
+    assert routes.applied_hashes("broker-a", a) is shared and routes.applied_hashes("broker-b", b) is not shared
+    assert routes.topic_queue_table["t7"]["broker-b"].read_queue_nums == 4
+    assert routes.topic_queue_table["t7"]["broker-a"].read_queue_nums == 8
+    back = TopicsDiff.of(topics, routes.applied_hashes("broker-b", b))  # b back to a's table: shared again
+    routes.register_broker(CLUSTER, "broker-b", b, 0, "ha", DataVersion(3, 3), topics, (), topics_diff=back)
+    assert routes.applied_hashes("broker-b", b) is shared
+    assert routes.topic_queue_table["t7"]["broker-b"].read_queue_nums == 8

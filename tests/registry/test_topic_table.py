@@ -57,6 +57,27 @@ def test_same_as_a_dict(ops: list[tuple[str, str | list[tuple[str, int]], int]])
     check(table, model)
 
 
+def test_a_run_of_topics_sharing_value_and_arg_asks_change_once() -> None:
+    shared, other = ["queues"], ["other"]
+    table: TopicTable[list[str]] = TopicTable()
+    for i in range(6):
+        table[f"t{i}"] = shared if i < 4 else other
+    calls: list[tuple[list[str] | None, tuple[int, ...]]] = []
+
+    def change(old: list[str] | None, arg: tuple[int, ...]) -> list[str]:
+        calls.append((old, arg))
+        return [*(old or []), str(arg)]
+
+    # equal args that are distinct objects still share the answer; a new value or arg asks again
+    pairs = [("t0", (8, 8)), ("t1", (8, 8)), ("t2", tuple([8, 8])), ("t3", (4, 4)), ("t4", (4, 4)),
+             ("t5", (4, 4)), ("new", (4, 4)), ("new2", (4, 4))]
+    assert table.update_each(pairs, change) == 8
+    assert [(old, arg) for old, arg in calls] == [(shared, (8, 8)), (shared, (4, 4)), (other, (4, 4)), (None, (4, 4))]
+    assert table["t0"] is table["t2"] and table["t0"] == ["queues", "(8, 8)"]
+    assert table["t3"] == ["queues", "(4, 4)"] and table["t5"] == ["other", "(4, 4)"]
+    assert table["new"] is table["new2"] and table["new"] == ["(4, 4)"]
+
+
 def test_grows_and_compacts_without_losing_anything() -> None:
     table: TopicTable[int] = TopicTable()
     for i in range(50_000):

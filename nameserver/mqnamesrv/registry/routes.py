@@ -7,10 +7,12 @@ the 4.9.8 RouteInfoManager (spec 4.4-4.12, 6), with the deviations noted inline.
 
 from __future__ import annotations
 
+import zlib
 from array import array
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
+from weakref import WeakValueDictionary
 
 from ..protocol.bodies import (
     BrokerData, ClusterInfo, DataVersion, QueueData, QueueShape, TopicQueueMappingInfo, TopicRouteData,
@@ -175,8 +177,10 @@ class StagedTopics:
                 copy.update_each(((topic, shape),), self._change)
         # Stagings still running were copied from the table this one replaces: what it
         # changed is, for them, writes made meanwhile.
-        for journal in live.journals():
-            journal.update(dict.fromkeys(changed))
+        journals = live.journals()
+        written = dict.fromkeys(changed) if journals else {}
+        for journal in journals:
+            journal.update(written)
             journal.update(self.journal)
             copy.adopt(journal)
         self.published = True
@@ -289,6 +293,9 @@ class RouteTable:
         #: broker name -> its master's last application (see _Applied); cleared
         #: whenever anything else writes queues (admin writes, removals: all rare).
         self._applied: dict[str, _Applied] = {}
+        #: the applications' hash arrays by checksum, so that brokers with the same topic
+        #: table (a cluster's brokers usually are) hold one array: 80 KB a 10k-topic broker
+        self._hash_arrays: WeakValueDictionary[int, array] = WeakValueDictionary()
         #: 4.x slave address -> the key of the body it last registered with: 4.9.8 ignores
         #: a slave's topics, so the same body again (bar the DataVersion) changes nothing
         self._slave_bodies: dict[str, bytes] = {}
@@ -560,13 +567,25 @@ class RouteTable:
         if staged is not None and staged.broker_name == broker_name and staged.usable(base):
             self.topic_queue_table = staged.finish()
             self._changed()
-            self._applied[broker_name] = _Applied(broker_addr, topics_key, staged.diff.hashes)
+            self._applied[broker_name] = _Applied(broker_addr, topics_key, self._shared(staged.diff.hashes))
             return
         if diff is None or diff.base is not base:
             diff = TopicsDiff.of(topics, base)
         if diff.changed:
             self._apply_topics(broker_name, diff.changed)
-        self._applied[broker_name] = _Applied(broker_addr, topics_key, diff.hashes)
+        self._applied[broker_name] = _Applied(broker_addr, topics_key, self._shared(diff.hashes))
+
+    def _shared(self, hashes: array) -> array:
+        """``hashes``, or an equal array another application holds already. An array
+        only ever stands for its content (a diff against it is sound wherever the table
+        holds every pair it hashes, which ``_applied`` being cleared on other writes
+        keeps true), so equal ones are interchangeable; ~25 us for 10^4 topics."""
+        key = zlib.crc32(hashes)
+        known = self._hash_arrays.get(key)
+        if known is not None and known == hashes:
+            return known
+        self._hash_arrays[key] = hashes
+        return hashes
 
     def _apply_topics(self, broker_name: str, topics: Mapping[str, QueueShape]) -> None:
         """The hot loop of a re-registration: a fleet broker reports 10^4 topics that

@@ -380,7 +380,8 @@ class Processor:
             self._order_enabled = self.config["orderMessageEnable"]
             self._acting_enabled = self.config["supportActingMaster"]
         elif topics or brokers or order:
-            self.route_answers.drop(topics | order, brokers)
+            topics.update(order)  # ``take`` hands over a set of its own
+            self.route_answers.drop(topics, brokers)
             # Bodies are keyed by queue map, so a topic whose queues changed finds another
             # one; a broker's group or filter servers are in every body of a map naming it,
             # and a static topic's mappings in its own body.
