@@ -46,3 +46,35 @@ def test_big_blocks_freed_go_back_to_the_os_once_the_thresholds_are_fixed() -> N
         return float(done.stdout)
     assert growth("default") >= 5.0
     assert growth("fixed") < 1.0
+
+
+_THREAD_HEAPS = """
+import sys, threading
+from mqnamesrv.server.memtrim import keep_heap_thresholds
+if sys.argv[1] == "fixed":
+    assert keep_heap_thresholds() is True
+def heaps():  # glibc maps a thread's heap at a 64 MiB boundary: its usable part, then a reserve
+    spans = [line.split()[0].split("-") for line in open("/proc/self/maps")]
+    return sum(1 for lo, hi in spans if int(lo, 16) % (64 << 20) == 0 and int(hi, 16) - int(lo, 16) < (64 << 20)
+               and any(int(l2, 16) == int(hi, 16) for l2, _ in spans))
+before = heaps()
+kept = []
+def work():
+    kept.extend(bytearray(1000) for _ in range(2000))  # blocks past pymalloc's, from malloc
+threads = [threading.Thread(target=work) for _ in range(2)]
+for t in threads:
+    t.start()
+    t.join()
+print(heaps() - before)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux" or platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
+def test_worker_threads_allocate_from_the_one_heap_once_the_thresholds_are_fixed() -> None:
+    """A thread's first malloc gets it a heap of its own by default (kept for good, and
+    its leftovers with it); ``keep_heap_thresholds`` keeps every thread in one."""
+    def new_heaps(mode: str) -> int:
+        done = subprocess.run([sys.executable, "-c", _THREAD_HEAPS, mode], capture_output=True, text=True, check=True)
+        return int(done.stdout)
+    assert new_heaps("default") >= 1
+    assert new_heaps("fixed") == 0
