@@ -1,5 +1,6 @@
 """The analysis tables as DataFrame transformations (Spark SQL functions; ``timeline``
-and ``route_map`` collect the small inputs of the per-topic pass).
+and ``route_map`` collect the small inputs of the per-topic pass, ``collect_small``
+several small results at once).
 
 Each function takes DataFrames and returns one; job.py wires them, writes them and
 keeps the small ones cached. Conventions shared by every table (SCHEMA.md):
@@ -15,12 +16,13 @@ keeps the small ones cached. Conventions shared by every table (SCHEMA.md):
 
 from __future__ import annotations
 
-from typing import Any
+from functools import reduce
+from typing import Any, Mapping
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
 from mqadmin.pipeline import broker_runs, rules
 from mqadmin.pipeline.topics import Timeline
@@ -297,3 +299,38 @@ def summary(per_rc: DataFrame, wins: DataFrame, events: DataFrame, captures: Dat
                     "unassigned_queue_minutes", "doubly_assigned_queue_minutes", "affected_consumer_minutes",
                     F.coalesce("broker_events", F.lit(0)).alias("broker_events"), "max_converge_s",
                     F.coalesce("unconverged_events", F.lit(0)).alias("unconverged_events")))
+
+
+# ------------------------------------------------------------- small results ----
+
+
+def collect_small(frames: Mapping[str, DataFrame]) -> dict[str, list[dict[str, Any]]]:
+    """The rows of several small DataFrames in one Spark job (one action, one round
+    trip): each frame's rows become a struct column of its own in a union, null in the
+    other frames' rows. Rows come back as dicts, through Arrow (timestamps as UTC-aware
+    datetimes, exact)."""
+    names = list(frames)
+    # Every field nullable, at every depth: a struct that is null in a row still has
+    # children there, and Arrow takes no null in a child it was told has none.
+    types = {name: _nullable(df.schema) for name, df in frames.items()}
+    parts = [df.select(*[(F.struct(*[df[c] for c in df.columns]) if other == name else F.lit(None))
+                         .cast(types[other]).alias(other) for other in names])
+             for name, df in frames.items()]
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for row in reduce(DataFrame.union, parts).toArrow().to_pylist():
+        for name in names:
+            if row[name] is not None:
+                out[name].append(row[name])
+                break
+    return out
+
+
+def _nullable(t: DataType) -> Any:
+    """``t`` with every field, element and value nullable."""
+    if isinstance(t, StructType):
+        return StructType([StructField(f.name, _nullable(f.dataType), True) for f in t.fields])
+    if isinstance(t, ArrayType):
+        return ArrayType(_nullable(t.elementType), True)
+    if isinstance(t, MapType):
+        return MapType(_nullable(t.keyType), _nullable(t.valueType), True)
+    return t
