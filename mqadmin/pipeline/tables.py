@@ -1,6 +1,6 @@
-"""The analysis tables as DataFrame transformations (Spark SQL functions; ``timeline``
-and ``route_map`` collect the small inputs of the per-topic pass, ``collect_small``
-several small results at once).
+"""The analysis tables as DataFrame transformations (Spark SQL functions; ``route_map``
+collects a small input of the per-topic pass, ``collect_small`` several small results at
+once). The rounds are worked out on the driver (rounds.py).
 
 Each function takes DataFrames and returns one; job.py wires them, writes them and
 keeps the small ones cached. Conventions shared by every table (SCHEMA.md):
@@ -25,8 +25,6 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
 from mqadmin.pipeline import broker_runs, rules
-from mqadmin.pipeline.topics import Timeline
-from mqnamesrv.protocol.codes import ORDER_TOPIC_CONFIG
 
 
 def date_of(ms: str | Column) -> Column:
@@ -34,28 +32,7 @@ def date_of(ms: str | Column) -> Column:
     return F.to_date(F.timestamp_millis(col))
 
 
-# ------------------------------------------------------------------- rounds ----
-
-
-def rounds(captures: DataFrame) -> DataFrame:
-    """One row per round that has a readable capture: time, position, interval, and who
-    answered. The time comes from readable captures only: an unreadable file's time may
-    be its mtime (a copy's is the time of the copy), which as a round would stretch the
-    last real round's interval to it and close every window open at the end."""
-    readable = ~F.col("unreadable")
-    ok = F.col("ok") & readable
-    per = captures.groupBy("round").agg(
-        F.min(F.when(readable, F.col("capture_ms"))).alias("capture_ms"),
-        F.count("*").alias("servers_asked"),
-        F.count_if(ok).alias("servers_answered"),
-        F.array_sort(F.collect_list(F.when(ok, F.col("server")))).alias("servers"),
-    ).where(F.col("capture_ms").isNotNull())
-    # A few thousand rows at most: one partition is right for the global order.
-    order = Window.orderBy("capture_ms", "round")
-    return (per.withColumn("seq", F.row_number().over(order))
-            .withColumn("next_ms", F.lead("capture_ms").over(order))
-            .withColumn("interval_ms", F.coalesce(F.col("next_ms") - F.col("capture_ms"), F.lit(0)))
-            .withColumn("date", date_of("capture_ms")))
+# ----------------------------------------------------------------- captures ----
 
 
 def captures(raw: DataFrame) -> DataFrame:
@@ -69,57 +46,14 @@ def captures(raw: DataFrame) -> DataFrame:
             .withColumn("date", date_of("capture_ms")))
 
 
-def timeline(captures_df: DataFrame, rounds_df: DataFrame) -> Timeline:
-    """The rounds in time order and who answered each (small: rounds x servers), for the
-    per-topic pass."""
-    has_order_ns = F.coalesce(F.array_contains(F.map_keys("kv"), ORDER_TOPIC_CONFIG), F.lit(False))
-    answers = (captures_df.where(F.col("ok") & ~F.col("unreadable"))
-               .select("round", "server", "has_topic_list", has_order_ns.alias("has_order_ns")))
-    per_round: dict[int, list[tuple[str, bool, bool]]] = {}
-    for r in answers.collect():
-        per_round.setdefault(r["round"], []).append((r["server"], bool(r["has_topic_list"]), bool(r["has_order_ns"])))
-    order = rounds_df.select("seq", "round", "capture_ms", "interval_ms").orderBy("seq").collect()
-    return Timeline([r["round"] for r in order], [r["capture_ms"] for r in order], [r["interval_ms"] for r in order],
-                    [tuple(sorted(per_round.get(r["round"], ()))) for r in order])
-
-
 # ------------------------------------------------------------------- routes ----
 
 
-def fact_intervals(facts: DataFrame, rounds_df: DataFrame) -> DataFrame:
-    """The chains' fact intervals (chains.FACT, bounds as rounds) as (server, topic,
-    from_seq, to_seq, facts...), joined where one continues the other: same facts, and
-    it starts at the round right after the other's last (intervals of one server never
-    span a round it did not answer), and cut at midnight."""
-    seqs = F.broadcast(rounds_df.select("round", "seq"))
-    f = (facts.join(seqs.select(F.col("round").alias("from_round"), F.col("seq").alias("from_seq")), "from_round")
-         .join(seqs.select(F.col("round").alias("to_round"), F.col("seq").alias("to_seq")), "to_round"))
-    # Cut at midnight: a row sits in the date of its rounds, so a run over some dates
-    # rewrites exactly their facts.
-    days = F.broadcast(rounds_df.groupBy("date").agg(F.min("seq").alias("day_first"), F.max("seq").alias("day_last")))
-    f = (f.join(days, (F.col("from_seq") <= F.col("day_last")) & (F.col("to_seq") >= F.col("day_first")))
-         .withColumn("from_seq", F.greatest("from_seq", "day_first")).withColumn("to_seq", F.least("to_seq", "day_last")))
-    w = Window.partitionBy("server", "topic", "date").orderBy("from_seq")
-    same = F.lag("to_seq").over(w) + 1 == F.col("from_seq")
-    for c in ("asked", "route_key", "listed", "order_conf_kv"):
-        same = same & F.lag(c).over(w).eqNullSafe(F.col(c))
-    grouped = f.withColumn("run", F.sum(F.when(same, 0).otherwise(1)).over(w.rowsBetween(Window.unboundedPreceding, 0)))
-    return grouped.groupBy("server", "topic", "date", "run").agg(
-        F.min("from_seq").alias("from_seq"), F.max("to_seq").alias("to_seq"),
-        *[F.first(c).alias(c) for c in ("asked", "route_key", "listed", "order_conf_kv")]).drop("run", "date")
-
-
-def routes(facts: DataFrame, route_rows: DataFrame, rounds_df: DataFrame) -> DataFrame:
+def routes(facts: DataFrame, route_rows: DataFrame) -> DataFrame:
     """The routes table: a row per (server, topic, interval, broker) of the merged fact
-    intervals, with its route's flattened rows (chains.ROUTE, by raw route key)."""
-    r = rounds_df.select("seq", "round", "capture_ms", "next_ms")
-    start = F.broadcast(r.select(F.col("seq").alias("from_seq"), F.col("round").alias("from_round"),
-                                 F.col("capture_ms").alias("valid_from_ms")))
-    # An interval is valid until the next round after its last (rounds' next_ms): one
-    # small join fewer, and a Spark job fewer, than looking that round up by seq + 1.
-    last = F.broadcast(r.select(F.col("seq").alias("to_seq"), F.col("round").alias("to_round"),
-                                F.col("next_ms").alias("valid_to_ms")))
-    rows = facts.join(start, "from_seq").join(last, "to_seq").join(F.broadcast(route_rows), "route_key")
+    intervals (topics.FACT, bounds included), with its route's flattened rows
+    (chains.ROUTE, by raw route key)."""
+    rows = facts.join(F.broadcast(route_rows), "route_key")
     head = ["date", "server", "topic", "valid_from_ms", "valid_to_ms", "valid_from", "valid_to", "from_round",
             "to_round", "from_seq", "to_seq", "rounds", "asked", "has_route", "listed", "order_conf_kv"]
     return (rows.withColumn("date", date_of("valid_from_ms"))
