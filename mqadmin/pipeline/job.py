@@ -20,8 +20,8 @@ Steps (stderr says which one runs):
    route's rows: the routes table), the divergence segments, the windows and the
    summary's per-round counts as changes;
 3. divergence: those segments and the cluster-wide comparison per round;
-4. windows, brokers, broker_events, summary: window functions, a per-broker pass and
-   aggregates;
+4. windows, brokers, broker_events: window functions and a per-broker pass; summary:
+   small aggregates collected in one Spark job, the rest on the driver (summary.py);
 5. report.html from small aggregates of those tables (report.py, two Spark jobs).
 
 No task grows with the number of rounds: the work splits by chain, then by topic.
@@ -47,7 +47,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from mqadmin.diff import STRATEGIES
-from mqadmin.pipeline import chains, rounds, session, tables, topics
+from mqadmin.pipeline import chains, rounds, session, summary, tables, topics
 from mqadmin.pipeline.progress import StepProgress
 from mqadmin.pipeline.session import computed_once
 from mqadmin.pipeline.schema import SUFFIX, SUFFIX_V2
@@ -316,16 +316,18 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     events = computed_once(tables.broker_events(pres, rounds_df))
     _write(events, out, "broker_events", dates)
     step("brokers")
+    # The summary's inputs and the run's counts, all small, in one Spark job; the rest
+    # on the driver (summary.py).
     sweep = judged.where(F.col("sweep").isNotNull()).select("sweep.*")
-    summary_df = computed_once(tables.summary(tables.disagreeing(sweep, rounds_df), wins, events, captures,
-                                              rounds_df))
+    got = tables.collect_small({**summary.aggregates(sweep, wins, events),
+                                "inconsistent": bad.agg(F.sum("rounds").alias("n")),
+                                "windows": wins.agg(F.count("*").alias("n"))})
+    summary_df = spark.createDataFrame(summary.summary_rows(round_rows, files, got), summary.SUMMARY)
     _write(summary_df, out, "summary", dates)
+    result.counts.update(rounds=seen.rounds, captures=seen.captures,
+                         inconsistent=int(got["inconsistent"][0]["n"] or 0), windows=int(got["windows"][0]["n"]))
     step("summary")
 
-    inconsistent = bad.agg(F.sum("rounds")).first()
-    result.counts.update(rounds=seen.rounds, captures=seen.captures,
-                         inconsistent=int((inconsistent and inconsistent[0]) or 0), windows=wins.count())
-    step("counts")
     if opts.report and ("://" not in out or out.startswith("file:")):  # the page goes to a local OUT only
         from mqadmin.pipeline.report import write_report
 
@@ -334,7 +336,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
                   "summary": summary_df}
         result.report = write_report(out, frames)
         step("report")
-    for df in (captures, route_rows, judged, wins, pres, events, summary_df):
+    for df in (captures, route_rows, judged, wins, pres, events):
         df.unpersist()
     return result
 

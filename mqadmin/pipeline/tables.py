@@ -1,6 +1,6 @@
 """The analysis tables as DataFrame transformations (Spark SQL functions; ``route_map``
 collects a small input of the per-topic pass, ``collect_small`` several small results at
-once). The rounds are worked out on the driver (rounds.py).
+once). The rounds (rounds.py) and the summary (summary.py) are worked out on the driver.
 
 Each function takes DataFrames and returns one; job.py wires them, writes them and
 keeps the small ones cached. Conventions shared by every table (SCHEMA.md):
@@ -165,74 +165,6 @@ def broker_events(pres: DataFrame, rounds_df: DataFrame) -> DataFrame:
         date_of("start_ms").alias("date"), "broker", "cluster", "kind", "start_ms",
         F.timestamp_millis("start_ms").alias("start"), "converged_ms", F.col("converged_ms").isNotNull().alias("converged"),
         ((F.col("converged_ms") - F.col("start_ms")) / 1000).alias("converge_s"), "rounds", "servers", "server_lags")
-
-
-# ------------------------------------------------------------------ summary ----
-
-
-def disagreeing(sweep: DataFrame, rounds_df: DataFrame) -> DataFrame:
-    """(round, cluster, bad_topics, unassigned, doubly, consumers_hit) for every round and
-    cluster with a disagreeing topic: the per-topic pass's sweep (topics.SWEEP) summed up
-    over a (cluster, round) grid, which is small (rounds x clusters)."""
-    changes = sweep.groupBy("cluster", "seq").agg(*[F.sum(c).alias(c) for c in
-                                                    ("topics", "unassigned", "doubly", "consumers_hit")])
-    grid = (rounds_df.select("seq", "round").crossJoin(changes.select("cluster").distinct())
-            .join(changes, ["cluster", "seq"], "left"))
-    upto = Window.partitionBy("cluster").orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
-    running = grid.select("round", "cluster", *[F.sum(F.coalesce(c, F.lit(0))).over(upto).alias(n) for c, n in
-                                                (("topics", "bad_topics"), ("unassigned", "unassigned"),
-                                                 ("doubly", "doubly"), ("consumers_hit", "consumers_hit"))])
-    return running.where(F.col("bad_topics") > 0)
-
-
-def summary(per_rc: DataFrame, wins: DataFrame, events: DataFrame, captures: DataFrame, rounds_df: DataFrame
-            ) -> DataFrame:
-    """Per (date, cluster): how much of the time every topic of the cluster agreed, the
-    worst windows, and queue and consumer minutes affected. ``per_rc``: ``disagreeing``."""
-    no_cluster = F.lit("-")
-    known = (captures.where(F.col("ok") & F.col("has_cluster_info"))
-             .select("round", F.explode("cluster_brokers.cluster").alias("cluster")))
-    rc = known.unionByName(per_rc.select("round", "cluster")).distinct()
-    r = F.broadcast(rounds_df.select("round", "date", "interval_ms", "capture_ms"))
-    base = rc.join(r, "round").join(per_rc, ["round", "cluster"], "left")
-    # Rounds a window bridges (a side of its disagreement silent): not known consistent.
-    win_cluster = F.explode(F.when(F.size("clusters") > 0, F.col("clusters")).otherwise(F.array(no_cluster)))
-    spans = (wins.where(F.size("unknown_spans") > 0)
-             .select(win_cluster.alias("cluster"), F.explode("unknown_spans").alias("span"))
-             .select("cluster", "span.start_ms", "span.end_ms"))
-    b, sp = base.alias("b"), F.broadcast(spans).alias("sp")
-    unknown = (b.join(sp, (F.col("b.cluster") == F.col("sp.cluster")) & (F.col("b.capture_ms") >= F.col("sp.start_ms"))
-                      & (F.col("b.capture_ms") < F.col("sp.end_ms")))
-               .select("b.round", "b.cluster").distinct().withColumn("unknown", F.lit(True)))
-    base = base.join(unknown, ["round", "cluster"], "left")
-    iv = F.col("interval_ms")
-    quiet = F.col("bad_topics").isNull()
-    by_day = base.groupBy("date", "cluster").agg(
-        F.count("*").alias("rounds"),
-        (F.sum(iv) / 1000).alias("observed_s"),
-        (F.sum(F.when(quiet & F.col("unknown").isNull(), iv).otherwise(0)) / 1000).alias("consistent_s"),
-        (F.sum(F.when(quiet & F.col("unknown"), iv).otherwise(0)) / 1000).alias("unknown_s"),
-        F.max(F.coalesce("bad_topics", F.lit(0))).alias("max_inconsistent_topics"),
-        (F.sum(F.coalesce("unassigned", F.lit(0)) * iv) / 60000).alias("unassigned_queue_minutes"),
-        (F.sum(F.coalesce("doubly", F.lit(0)) * iv) / 60000).alias("doubly_assigned_queue_minutes"),
-        (F.sum(F.coalesce("consumers_hit", F.lit(0)) * iv) / 60000).alias("affected_consumer_minutes"),
-    ).withColumn("consistent_share", F.try_divide(F.col("consistent_s"), F.col("observed_s")))
-    worst = wins.select("*", win_cluster.alias("cluster")).groupBy("date", "cluster").agg(
-        F.count("*").alias("windows"), F.max("duration_s").alias("longest_window_s"),
-        F.slice(F.sort_array(F.collect_list(F.struct("duration_s", "topic", "start", "cause", "servers")),
-                             asc=False), 1, 3).alias("worst_windows"))
-    conv = events.groupBy("date", "cluster").agg(
-        F.count("*").alias("broker_events"), F.max("converge_s").alias("max_converge_s"),
-        F.count_if(~F.col("converged")).alias("unconverged_events"))
-    return (by_day.join(worst, ["date", "cluster"], "left").join(conv, ["date", "cluster"], "left")
-            .select("date", "cluster", "rounds", "observed_s", "consistent_s", "consistent_share", "unknown_s",
-                    "max_inconsistent_topics", F.coalesce("windows", F.lit(0)).alias("windows"), "longest_window_s",
-                    F.coalesce("worst_windows", F.expr("array()").cast(
-                        "array<struct<duration_s:double,topic:string,start:timestamp,cause:string,"
-                        "servers:array<string>>>")).alias("worst_windows"),
-                    "unassigned_queue_minutes", "doubly_assigned_queue_minutes", "affected_consumer_minutes",
-                    F.coalesce("broker_events", F.lit(0)).alias("broker_events"), "max_converge_s",
-                    F.coalesce("unconverged_events", F.lit(0)).alias("unconverged_events")))
 
 
 # ------------------------------------------------------------- small results ----
