@@ -11,14 +11,18 @@ Steps (stderr says which one runs):
 1. ingest: the capture files are read with Spark's ``binaryFile`` source; the chain pass
    (chains.py) reads each chain (a v2 server's files from one keyframe to the next, in
    round order; a v1 file alone) and yields the *captures* rows, the server's per-topic
-   fact intervals and each distinct route's rows;
-2. routes: the intervals joined across chains (Spark SQL) and with their route's rows;
-3. divergence: the intervals shuffled by topic; the per-topic pass (topics.py) compares
-   the servers once per run of rounds in which nothing changes, calling the diff module
-   (rules.py) only where they differ, and yields the divergence segments, the windows and
-   the summary's per-round counts as changes; the cluster-wide comparison per round;
-4. brokers, broker_events, summary: window functions and aggregates;
-5. report.html from small aggregates of those tables.
+   fact intervals and each distinct route's rows. The driver reads the captures table
+   once (a row per file) and works out the rounds from it (rounds.py);
+2. routes: the fact intervals shuffled by topic; the per-topic pass (topics.py) joins a
+   server's intervals where one continues another (cut at midnight), compares the
+   servers once per run of rounds in which nothing changes, calling the diff module
+   (rules.py) only where they differ, and yields the merged intervals (joined with their
+   route's rows: the routes table), the divergence segments, the windows and the
+   summary's per-round counts as changes;
+3. divergence: those segments and the cluster-wide comparison per round;
+4. windows, brokers, broker_events: window functions and a per-broker pass; summary:
+   small aggregates collected in one Spark job, the rest on the driver (summary.py);
+5. report.html from small aggregates of those tables (report.py, two Spark jobs).
 
 No task grows with the number of rounds: the work splits by chain, then by topic.
 Every table is partitioned by ``date`` and written with dynamic partition overwrite, so
@@ -43,7 +47,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from mqadmin.diff import STRATEGIES
-from mqadmin.pipeline import chains, session, tables, topics
+from mqadmin.pipeline import chains, rounds, session, summary, tables, topics
 from mqadmin.pipeline.progress import StepProgress
 from mqadmin.pipeline.session import computed_once
 from mqadmin.pipeline.schema import SUFFIX, SUFFIX_V2
@@ -91,7 +95,7 @@ def _chains(spark: SparkSession, opts: JobOptions) -> DataFrame:
         files = files.where(F.col("modificationTime") >= F.timestamp_millis(F.lit(opts.from_ms - MTIME_SLACK_MS)))
     out = files.select("path", "modificationTime", "content").mapInArrow(read, out_schema)
     v2 = _listing(spark, opts.src, "*" + SUFFIX_V2)
-    if v2.select("path").isEmpty():  # a v1 history
+    if not v2.inputFiles():  # a v1 history (asked of the file listing: no Spark job)
         return out
     # Every v2 file, whatever --from says: a delta needs its chain from the keyframe on
     # (they are small); the chain pass leaves out the rounds out of range.
@@ -236,7 +240,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
         clock = now
 
     # 1. ingest: the chain pass gives the captures rows, the fact intervals of each chain
-    # and the distinct routes, a result kept cached until the last two are computed once
+    # and the distinct routes, a result kept cached until the last two have been read
     # (captures and routes are small; the facts grow with the changes).
     echo("ingest: reading captures, chain by chain")
     chained = _chains(spark, opts).persist(StorageLevel.MEMORY_AND_DISK)
@@ -246,52 +250,52 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     captures = computed_once(tables.captures(chained.where(F.col("capture").isNotNull()).select("capture.*"))
                              .coalesce(1))
     _write(captures, out, "captures")
-    # Dates and rounds of readable captures only (tables.rounds): an unreadable file in a
-    # round without a readable one carries its mtime, and that date is no date of the
-    # history whose tables this run should clear.
-    readable = ~F.col("unreadable")
-    seen = captures.agg(
-        F.array_sort(F.collect_set(F.when(readable, F.col("date").cast("string")))).alias("dates"),
-        F.count_if("unreadable").alias("unreadable"), F.count("*").alias("captures"),
-        F.count_distinct(F.when(readable, F.col("round"))).alias("rounds"),
-    ).first()
-    assert seen is not None
-    dates: list[str] = list(seen["dates"])
-    result.dates = dates
-    bad_files = seen["unreadable"]
+    # What the driver needs of the captures, read once (a row per file): the rounds, the
+    # per-topic pass's timeline, the summary's clusters, and the dates of readable
+    # captures (an unreadable file in a round without a readable one carries its mtime,
+    # and that date is no date of the history this run should clear: rounds.seen).
+    files = rounds.captures_rows(captures)
+    seen = rounds.seen(files)
+    dates = result.dates = seen.dates
     if not dates:
         chained.unpersist()
-        if bad_files:
+        if seen.unreadable:
             raise NoCaptures(f"no readable capture files under {opts.src} in the selected time range "
-                             f"({bad_files} unreadable, listed in {out}/captures with unreadable = true)")
+                             f"({seen.unreadable} unreadable, listed in {out}/captures with unreadable = true)")
         raise NoCaptures(f"no capture files under {opts.src} in the selected time range")
-    result.counts["unreadable_files"] = bad_files
-    if bad_files:
-        echo(f"ingest: {bad_files} unreadable capture files (listed in {out}/captures with unreadable = true)")
+    result.counts["unreadable_files"] = seen.unreadable
+    if seen.unreadable:
+        echo(f"ingest: {seen.unreadable} unreadable capture files (listed in {out}/captures with unreadable = true)")
     step("captures")
 
-    # 2. routes: the chains' fact intervals joined where they continue each other, with
-    # their route's rows.
-    echo("routes: fact intervals")
-    rounds = computed_once(tables.rounds(captures))
+    # 2. routes: the chains' fact intervals, shuffled by topic, merged where they continue
+    # each other and compared across servers in the same pass (topics.py), which also
+    # yields the divergence segments, the windows and the summary's per-round counts.
+    echo("routes: fact intervals, merged and compared topic by topic")
+    round_rows = rounds.round_rows(files)
+    rounds_df = rounds.frame(spark, round_rows)
+    timeline = rounds.timeline(files, round_rows)
     route_rows = computed_once(chained.where(F.col("route").isNotNull()).select("route.*")
                                .dropDuplicates(["route_key", "broker_seq"]).coalesce(1))
-    facts = computed_once(tables.fact_intervals(chained.where(F.col("fact").isNotNull()).select("fact.*"), rounds))
-    chained.unpersist()  # all of it is in captures, route_rows and facts now
-    _write(tables.routes(facts, route_rows, rounds), out, "routes", dates)
+    seqs = F.broadcast(rounds_df.select("round", "seq"))
+    raw = (chained.where(F.col("fact").isNotNull()).select("fact.*")
+           .join(seqs.select(F.col("round").alias("from_round"), F.col("seq").alias("from_seq")), "from_round")
+           .join(seqs.select(F.col("round").alias("to_round"), F.col("seq").alias("to_seq")), "to_round"))
+    judge = topics.map_topics(timeline, tables.route_map(route_rows), opts.consumers, opts.strategy)
+    with temporary_conf(spark, {"spark.sql.execution.arrow.maxRecordsPerBatch": "10000"}):
+        judged = computed_once(
+            raw.select("topic", "server", "from_seq", "to_seq", "asked", "route_key", "listed", "order_conf_kv")
+            .repartition("topic").sortWithinPartitions("topic", "server", "from_seq")
+            .mapInArrow(judge, from_arrow_schema(topics.TOPIC_OUT)))
+    chained.unpersist()  # all of it is in captures, route_rows and judged now
+    _write(tables.routes(judged.where(F.col("fact").isNotNull()).select("fact.*"), route_rows), out, "routes", dates)
     step("routes")
 
-    # 3. divergence, windows and the summary's counts: topic by topic
-    echo("divergence: comparing servers topic by topic")
-    timeline = tables.timeline(captures, rounds)
-    judged = (facts.select("topic", "server", "from_seq", "to_seq", "asked", "route_key", "listed", "order_conf_kv")
-              .repartition("topic").sortWithinPartitions("topic", "server", "from_seq")
-              .mapInArrow(topics.map_topics(timeline, tables.route_map(route_rows), opts.consumers, opts.strategy),
-                          from_arrow_schema(topics.TOPIC_OUT)))
+    # 3. divergence: the per-topic pass's segments and the cluster-wide comparison per round
+    echo("divergence: per topic and cluster-wide")
+    readable = ~F.col("unreadable")
     with temporary_conf(spark, {"spark.sql.execution.arrow.maxRecordsPerBatch": "10000"}):
-        judged = computed_once(judged)
-        cluster = (captures.where(readable).join(F.broadcast(rounds.select("round", "seq")), "round")
-                   .repartition(1).sortWithinPartitions("seq", "server")
+        cluster = (captures.where(readable).coalesce(1)
                    .mapInArrow(topics.map_cluster(timeline, opts.consumers, opts.strategy),
                                from_arrow_schema(topics.DIVERGENCE)))
         by_topic = tables.divergence(judged.where(F.col("divergence").isNotNull()).select("divergence.*"))
@@ -307,29 +311,32 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     wins = computed_once(tables.windows(judged.where(F.col("window").isNotNull()).select("window.*")))
     _write(wins, out, "windows", dates)
     step("windows")
-    pres = computed_once(tables.presence(captures, rounds))
+    pres = computed_once(tables.presence(captures, rounds_df))
     _write(tables.brokers(pres), out, "brokers", dates)
-    events = computed_once(tables.broker_events(pres, rounds))
+    events = computed_once(tables.broker_events(pres, rounds_df))
     _write(events, out, "broker_events", dates)
     step("brokers")
+    # The summary's inputs and the run's counts, all small, in one Spark job; the rest
+    # on the driver (summary.py).
     sweep = judged.where(F.col("sweep").isNotNull()).select("sweep.*")
-    summary = computed_once(tables.summary(tables.disagreeing(sweep, rounds), wins, events, captures, rounds))
-    _write(summary, out, "summary", dates)
+    got = tables.collect_small({**summary.aggregates(sweep, wins, events),
+                                "inconsistent": bad.agg(F.sum("rounds").alias("n")),
+                                "windows": wins.agg(F.count("*").alias("n"))})
+    summary_df = spark.createDataFrame(summary.summary_rows(round_rows, files, got), summary.SUMMARY)
+    _write(summary_df, out, "summary", dates)
+    result.counts.update(rounds=seen.rounds, captures=seen.captures,
+                         inconsistent=int(got["inconsistent"][0]["n"] or 0), windows=int(got["windows"][0]["n"]))
     step("summary")
 
-    inconsistent = bad.agg(F.sum("rounds")).first()
-    result.counts.update(rounds=seen["rounds"], captures=seen["captures"],
-                         inconsistent=int((inconsistent and inconsistent[0]) or 0), windows=wins.count())
-    step("counts")
     if opts.report and ("://" not in out or out.startswith("file:")):  # the page goes to a local OUT only
         from mqadmin.pipeline.report import write_report
 
         echo("report: drawing")
         frames = {"captures": captures.where(readable), "divergence": bad, "windows": wins, "broker_events": events,
-                  "summary": summary}
+                  "summary": summary_df}
         result.report = write_report(out, frames)
         step("report")
-    for df in (captures, rounds, route_rows, facts, judged, wins, pres, events, summary):
+    for df in (captures, route_rows, judged, wins, pres, events):
         df.unpersist()
     return result
 

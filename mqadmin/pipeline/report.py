@@ -2,20 +2,24 @@
 
 Charts are drawn by plotly in the browser; its JavaScript (about 4.5 MB) is inlined in
 the page, so the file opens offline and fetches nothing: no CDN, no fonts, no MathJax.
-Only small aggregates leave Spark: one row per (round, server), per duration bucket,
-per broker event (at most ``MAX_EVENTS``), per (date, cluster) and the worst windows.
+Only small aggregates leave Spark, in two jobs: a row per round, per (bounds, server) of
+the disagreeing divergence rows, per duration bucket and cause, per broker event (at most
+``MAX_EVENTS``), per (date, cluster), the worst windows and the cluster and broker names.
 """
 
 from __future__ import annotations
 
+import bisect
 import html
 from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import plotly.graph_objects as go
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+
+from mqadmin.pipeline.tables import collect_small
 
 #: Upper bounds (seconds) of the window-duration buckets; the last is open-ended.
 BUCKETS: tuple[tuple[float, str], ...] = (
@@ -46,78 +50,114 @@ def system_topic(topic: Any) -> Any:
     return cond
 
 
-def _pseudo_topics(wins: DataFrame, events: DataFrame, summary: DataFrame) -> list[str]:
+def _pseudo_topics(wins: DataFrame, events: DataFrame, summary: DataFrame) -> DataFrame:
     """Cluster and broker names seen anywhere in the history: their topics are pseudo-topics."""
-    names = (wins.select(F.explode("clusters").alias("n")).union(wins.select(F.explode("brokers").alias("n")))
-             .union(events.select(F.col("broker").alias("n"))).union(events.select(F.col("cluster").alias("n")))
-             .union(summary.select(F.col("cluster").alias("n"))).where("n is not null").distinct().collect())
-    return sorted(r["n"] for r in names)
+    return (wins.select(F.explode("clusters").alias("n")).union(wins.select(F.explode("brokers").alias("n")))
+            .union(events.select(F.col("broker").alias("n"))).union(events.select(F.col("cluster").alias("n")))
+            .union(summary.select(F.col("cluster").alias("n"))).where("n is not null").distinct())
 
 
-def _grouped(wins: DataFrame) -> list[dict[str, Any]]:
+def _grouped(wins: DataFrame, apart: Column) -> DataFrame:
     """The longest windows, those that share cause, start, end, servers and brokers as one
-    row (one perm wipe makes a window per topic of the broker: one incident, one row)."""
-    rows = (wins.groupBy("cause", "start_ms", "end_ms", "duration_s", "unknown_s", "open",
-                         F.sort_array("servers").alias("servers"), F.sort_array("brokers").alias("brokers"))
-            .agg(F.count("*").alias("windows"), F.sort_array(F.collect_list("topic")).alias("topics"),
-                 F.max("max_unassigned").alias("max_unassigned"),
-                 F.max("max_doubly_assigned").alias("max_doubly_assigned"))
-            .orderBy(F.desc("duration_s"), "start_ms", "cause").limit(WORST).collect())
-    return [r.asDict() for r in rows]
+    row (one perm wipe makes a window per topic of the broker: one incident, one row):
+    the ``WORST`` longest of business topics and of the others (``apart``), ranked."""
+    groups = (wins.groupBy(apart.alias("apart"), "cause", "start_ms", "end_ms", "duration_s", "unknown_s", "open",
+                           F.sort_array("servers").alias("servers"), F.sort_array("brokers").alias("brokers"))
+              .agg(F.count("*").alias("windows"), F.sort_array(F.collect_list("topic")).alias("topics"),
+                   F.max("max_unassigned").alias("max_unassigned"),
+                   F.max("max_doubly_assigned").alias("max_doubly_assigned")))
+    rank = F.row_number().over(Window.partitionBy("apart").orderBy(F.desc("duration_s"), "start_ms", "cause"))
+    return groups.withColumn("rank", rank).where(F.col("rank") <= WORST)
 
 
-def _per_day(wins: DataFrame) -> dict[tuple[Any, Any], list[dict[str, Any]]]:
-    """(date, cluster) -> its ``PER_DAY`` longest windows of ``wins``, longest first."""
+def _per_day(wins: DataFrame, apart: Column) -> DataFrame:
+    """(apart, date, cluster) and its ``PER_DAY`` longest windows, longest first."""
     # a window on no known cluster counts under "-", as the summary table does
     cluster = F.explode(F.when(F.size("clusters") > 0, F.col("clusters")).otherwise(F.array(F.lit("-"))))
-    rows = (wins.select("date", cluster.alias("cluster"), "duration_s", "topic", "cause")
-            .groupBy("date", "cluster")
+    return (wins.select(apart.alias("apart"), "date", cluster.alias("cluster"), "duration_s", "topic", "cause")
+            .groupBy("apart", "date", "cluster")
             .agg(F.slice(F.sort_array(F.collect_list(F.struct("duration_s", "topic", "cause")), asc=False),
-                         1, PER_DAY).alias("worst"))
-            .collect())
-    return {(r["date"], r["cluster"]): [w.asDict() for w in r["worst"]] for r in rows}
+                         1, PER_DAY).alias("worst")))
+
+
+def per_time(times: Sequence[int], held: Sequence[Mapping[str, Any]]) -> dict[tuple[int, str | None], int]:
+    """(round time, server) -> how many of the ``held`` rows (``valid_from_ms``,
+    ``valid_to_ms``, ``server``, ``count``) hold at that time: from their start until
+    before their end (none: the history's end). ``times`` sorted, as the rounds' times
+    (two rounds of one time count twice, as a join on the time would)."""
+    spread: dict[str | None, list[int]] = {}
+    for h in held:
+        start, end = h["valid_from_ms"], h["valid_to_ms"]
+        if start is None:
+            continue
+        lo = bisect.bisect_left(times, start)
+        hi = len(times) if end is None else bisect.bisect_left(times, end)
+        if lo < hi:
+            change = spread.setdefault(h["server"], [0] * (len(times) + 1))
+            change[lo] += h["count"]
+            change[hi] -= h["count"]
+    out: dict[tuple[int, str | None], int] = {}
+    for server, change in spread.items():
+        n = 0
+        for t, step in zip(times, change):
+            n += step
+            if n:
+                out[(t, server)] = out.get((t, server), 0) + n
+    return out
 
 
 def collect_report_data(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
     """The small aggregates the page shows (plain Python values), from the tables
-    ``captures``, ``divergence``, ``windows``, ``broker_events`` and ``summary``."""
+    ``captures``, ``divergence``, ``windows``, ``broker_events`` and ``summary``, in two
+    Spark jobs (the second needs the pseudo-topics the first finds)."""
     div, wins, events = frames["divergence"], frames["windows"], frames["broker_events"]
     summary, captures = frames["summary"], frames["captures"]
     # Per round, the inconsistent topics in all (server null) and per server outside the
-    # majority, in one query: each topic counts once under null and once per server.
-    # A divergence row holds for its rounds: each counts at every round it covers.
+    # majority: each topic counts once under null and once per server, at every round a
+    # divergence row holds for. Rows with the same bounds and server are counted in
+    # Spark, spread over the rounds here (per_time).
     marks = F.explode(F.concat(F.array(F.lit(None).cast("string")), F.col("differing")))
-    per_round = captures.groupBy("round").agg(
-        F.min(F.when(~F.col("unreadable"), F.col("capture_ms"))).alias("capture_ms"),
-        F.collect_set(F.when(~F.col("unreadable"), F.col("server"))).alias("servers"))
-    times = F.broadcast(per_round.where(F.col("capture_ms").isNotNull()).select("capture_ms"))
-    held = (F.col("capture_ms") >= F.col("valid_from_ms")) & (
-        F.col("valid_to_ms").isNull() | (F.col("capture_ms") < F.col("valid_to_ms")))
-    counts = (div.where("scope = 'topic' and not agree").select("valid_from_ms", "valid_to_ms", marks.alias("server"))
-              .join(times, held).groupBy("capture_ms", "server").count().collect())
-    rounds = per_round.collect()
-    servers = sorted({server for r in rounds for server in r["servers"]})
+    first = collect_small({
+        "rounds": captures.groupBy("round").agg(
+            F.min(F.when(~F.col("unreadable"), F.col("capture_ms"))).alias("capture_ms"),
+            F.collect_set(F.when(~F.col("unreadable"), F.col("server"))).alias("servers")),
+        "held": div.where("scope = 'topic' and not agree").select("valid_from_ms", "valid_to_ms", marks.alias("server"))
+        .groupBy("valid_from_ms", "valid_to_ms", "server").count(),
+        "events": (events.where("converge_s is not null").orderBy("start_ms")
+                   .select("start_ms", "converge_s", "kind", "broker").limit(MAX_EVENTS)),
+        "names": _pseudo_topics(wins, events, summary),
+        "summary": summary,
+    })
+    rounds = first["rounds"]
+    times = sorted(r["capture_ms"] for r in rounds if r["capture_ms"] is not None)
+    counts = per_time(times, first["held"])
     bucket = F.lit(len(BUCKETS) - 1)
     for i, (bound, _) in reversed(list(enumerate(BUCKETS[:-1]))):
         bucket = F.when(F.col("duration_s") < bound, F.lit(i)).otherwise(bucket)
-    hist = wins.groupBy(bucket.alias("bucket"), "cause").count().collect()
-    ev = (events.where("converge_s is not null").orderBy("start_ms")
-          .select("start_ms", "converge_s", "kind", "broker").limit(MAX_EVENTS).collect())
-    apart = system_topic(F.col("topic")) | F.col("topic").isin(_pseudo_topics(wins, events, summary))
-    business, system = wins.where(~apart), wins.where(apart)
+    apart = system_topic(F.col("topic")) | F.col("topic").isin(sorted(r["n"] for r in first["names"]))
+    second = collect_small({"hist": wins.groupBy(bucket.alias("bucket"), "cause").count(),
+                            "grouped": _grouped(wins, apart), "per_day": _per_day(wins, apart)})
+    grouped = sorted(second["grouped"], key=lambda g: (g["apart"], g["rank"]))
+    per_day: dict[bool, dict[tuple[Any, Any], list[dict[str, Any]]]] = {False: {}, True: {}}
+    for r in second["per_day"]:
+        per_day[r["apart"]][(r["date"], r["cluster"])] = r["worst"]
     return {
-        "rounds": sorted(r["capture_ms"] for r in rounds if r["capture_ms"] is not None),
-        "servers": servers,
-        "per_server": [(r["capture_ms"], r["server"], r["count"]) for r in counts if r["server"] is not None],
-        "totals": {r["capture_ms"]: r["count"] for r in counts if r["server"] is None},
-        "hist": [(r["bucket"], r["cause"], r["count"]) for r in hist],
-        "events": [r.asDict() for r in ev],
-        "summary": [r.asDict() for r in summary.orderBy("date", "cluster").collect()],
-        "worst": _grouped(business),
-        "worst_system": _grouped(system),
-        "per_day": _per_day(business),
-        "per_day_system": _per_day(system),
+        "rounds": times,
+        "servers": sorted({server for r in rounds for server in r["servers"]}),
+        "per_server": [(t, server, n) for (t, server), n in counts.items() if server is not None],
+        "totals": {t: n for (t, server), n in counts.items() if server is None},
+        "hist": [(r["bucket"], r["cause"], r["count"]) for r in second["hist"]],
+        "events": sorted(first["events"], key=lambda e: e["start_ms"]),
+        "summary": sorted(first["summary"], key=lambda r: (r["date"], r["cluster"] is not None, r["cluster"] or "")),
+        "worst": [_group(g) for g in grouped if not g["apart"]],
+        "worst_system": [_group(g) for g in grouped if g["apart"]],
+        "per_day": per_day[False],
+        "per_day_system": per_day[True],
     }
+
+
+def _group(g: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in g.items() if k not in ("apart", "rank")}
 
 
 def _ts(ms: int) -> datetime:

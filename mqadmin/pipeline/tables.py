@@ -1,5 +1,6 @@
-"""The analysis tables as DataFrame transformations (Spark SQL functions; ``timeline``
-and ``route_map`` collect the small inputs of the per-topic pass).
+"""The analysis tables as DataFrame transformations (Spark SQL functions; ``route_map``
+collects a small input of the per-topic pass, ``collect_small`` several small results at
+once). The rounds (rounds.py) and the summary (summary.py) are worked out on the driver.
 
 Each function takes DataFrames and returns one; job.py wires them, writes them and
 keeps the small ones cached. Conventions shared by every table (SCHEMA.md):
@@ -15,16 +16,15 @@ keeps the small ones cached. Conventions shared by every table (SCHEMA.md):
 
 from __future__ import annotations
 
-from typing import Any
+from functools import reduce
+from typing import Any, Mapping
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
 from mqadmin.pipeline import broker_runs, rules
-from mqadmin.pipeline.topics import Timeline
-from mqnamesrv.protocol.codes import ORDER_TOPIC_CONFIG
 
 
 def date_of(ms: str | Column) -> Column:
@@ -32,28 +32,7 @@ def date_of(ms: str | Column) -> Column:
     return F.to_date(F.timestamp_millis(col))
 
 
-# ------------------------------------------------------------------- rounds ----
-
-
-def rounds(captures: DataFrame) -> DataFrame:
-    """One row per round that has a readable capture: time, position, interval, and who
-    answered. The time comes from readable captures only: an unreadable file's time may
-    be its mtime (a copy's is the time of the copy), which as a round would stretch the
-    last real round's interval to it and close every window open at the end."""
-    readable = ~F.col("unreadable")
-    ok = F.col("ok") & readable
-    per = captures.groupBy("round").agg(
-        F.min(F.when(readable, F.col("capture_ms"))).alias("capture_ms"),
-        F.count("*").alias("servers_asked"),
-        F.count_if(ok).alias("servers_answered"),
-        F.array_sort(F.collect_list(F.when(ok, F.col("server")))).alias("servers"),
-    ).where(F.col("capture_ms").isNotNull())
-    # A few thousand rows at most: one partition is right for the global order.
-    order = Window.orderBy("capture_ms", "round")
-    return (per.withColumn("seq", F.row_number().over(order))
-            .withColumn("next_ms", F.lead("capture_ms").over(order))
-            .withColumn("interval_ms", F.coalesce(F.col("next_ms") - F.col("capture_ms"), F.lit(0)))
-            .withColumn("date", date_of("capture_ms")))
+# ----------------------------------------------------------------- captures ----
 
 
 def captures(raw: DataFrame) -> DataFrame:
@@ -67,57 +46,14 @@ def captures(raw: DataFrame) -> DataFrame:
             .withColumn("date", date_of("capture_ms")))
 
 
-def timeline(captures_df: DataFrame, rounds_df: DataFrame) -> Timeline:
-    """The rounds in time order and who answered each (small: rounds x servers), for the
-    per-topic pass."""
-    has_order_ns = F.coalesce(F.array_contains(F.map_keys("kv"), ORDER_TOPIC_CONFIG), F.lit(False))
-    answers = (captures_df.where(F.col("ok") & ~F.col("unreadable"))
-               .select("round", "server", "has_topic_list", has_order_ns.alias("has_order_ns")))
-    per_round: dict[int, list[tuple[str, bool, bool]]] = {}
-    for r in answers.collect():
-        per_round.setdefault(r["round"], []).append((r["server"], bool(r["has_topic_list"]), bool(r["has_order_ns"])))
-    order = rounds_df.select("seq", "round", "capture_ms", "interval_ms").orderBy("seq").collect()
-    return Timeline([r["round"] for r in order], [r["capture_ms"] for r in order], [r["interval_ms"] for r in order],
-                    [tuple(sorted(per_round.get(r["round"], ()))) for r in order])
-
-
 # ------------------------------------------------------------------- routes ----
 
 
-def fact_intervals(facts: DataFrame, rounds_df: DataFrame) -> DataFrame:
-    """The chains' fact intervals (chains.FACT, bounds as rounds) as (server, topic,
-    from_seq, to_seq, facts...), joined where one continues the other: same facts, and
-    it starts at the round right after the other's last (intervals of one server never
-    span a round it did not answer), and cut at midnight."""
-    seqs = F.broadcast(rounds_df.select("round", "seq"))
-    f = (facts.join(seqs.select(F.col("round").alias("from_round"), F.col("seq").alias("from_seq")), "from_round")
-         .join(seqs.select(F.col("round").alias("to_round"), F.col("seq").alias("to_seq")), "to_round"))
-    # Cut at midnight: a row sits in the date of its rounds, so a run over some dates
-    # rewrites exactly their facts.
-    days = F.broadcast(rounds_df.groupBy("date").agg(F.min("seq").alias("day_first"), F.max("seq").alias("day_last")))
-    f = (f.join(days, (F.col("from_seq") <= F.col("day_last")) & (F.col("to_seq") >= F.col("day_first")))
-         .withColumn("from_seq", F.greatest("from_seq", "day_first")).withColumn("to_seq", F.least("to_seq", "day_last")))
-    w = Window.partitionBy("server", "topic", "date").orderBy("from_seq")
-    same = F.lag("to_seq").over(w) + 1 == F.col("from_seq")
-    for c in ("asked", "route_key", "listed", "order_conf_kv"):
-        same = same & F.lag(c).over(w).eqNullSafe(F.col(c))
-    grouped = f.withColumn("run", F.sum(F.when(same, 0).otherwise(1)).over(w.rowsBetween(Window.unboundedPreceding, 0)))
-    return grouped.groupBy("server", "topic", "date", "run").agg(
-        F.min("from_seq").alias("from_seq"), F.max("to_seq").alias("to_seq"),
-        *[F.first(c).alias(c) for c in ("asked", "route_key", "listed", "order_conf_kv")]).drop("run", "date")
-
-
-def routes(facts: DataFrame, route_rows: DataFrame, rounds_df: DataFrame) -> DataFrame:
+def routes(facts: DataFrame, route_rows: DataFrame) -> DataFrame:
     """The routes table: a row per (server, topic, interval, broker) of the merged fact
-    intervals, with its route's flattened rows (chains.ROUTE, by raw route key)."""
-    r = rounds_df.select("seq", "round", "capture_ms", "next_ms")
-    start = F.broadcast(r.select(F.col("seq").alias("from_seq"), F.col("round").alias("from_round"),
-                                 F.col("capture_ms").alias("valid_from_ms")))
-    # An interval is valid until the next round after its last (rounds' next_ms): one
-    # small join fewer, and a Spark job fewer, than looking that round up by seq + 1.
-    last = F.broadcast(r.select(F.col("seq").alias("to_seq"), F.col("round").alias("to_round"),
-                                F.col("next_ms").alias("valid_to_ms")))
-    rows = facts.join(start, "from_seq").join(last, "to_seq").join(F.broadcast(route_rows), "route_key")
+    intervals (topics.FACT, bounds included), with its route's flattened rows
+    (chains.ROUTE, by raw route key)."""
+    rows = facts.join(F.broadcast(route_rows), "route_key")
     head = ["date", "server", "topic", "valid_from_ms", "valid_to_ms", "valid_from", "valid_to", "from_round",
             "to_round", "from_seq", "to_seq", "rounds", "asked", "has_route", "listed", "order_conf_kv"]
     return (rows.withColumn("date", date_of("valid_from_ms"))
@@ -231,69 +167,36 @@ def broker_events(pres: DataFrame, rounds_df: DataFrame) -> DataFrame:
         ((F.col("converged_ms") - F.col("start_ms")) / 1000).alias("converge_s"), "rounds", "servers", "server_lags")
 
 
-# ------------------------------------------------------------------ summary ----
+# ------------------------------------------------------------- small results ----
 
 
-def disagreeing(sweep: DataFrame, rounds_df: DataFrame) -> DataFrame:
-    """(round, cluster, bad_topics, unassigned, doubly, consumers_hit) for every round and
-    cluster with a disagreeing topic: the per-topic pass's sweep (topics.SWEEP) summed up
-    over a (cluster, round) grid, which is small (rounds x clusters)."""
-    changes = sweep.groupBy("cluster", "seq").agg(*[F.sum(c).alias(c) for c in
-                                                    ("topics", "unassigned", "doubly", "consumers_hit")])
-    grid = (rounds_df.select("seq", "round").crossJoin(changes.select("cluster").distinct())
-            .join(changes, ["cluster", "seq"], "left"))
-    upto = Window.partitionBy("cluster").orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
-    running = grid.select("round", "cluster", *[F.sum(F.coalesce(c, F.lit(0))).over(upto).alias(n) for c, n in
-                                                (("topics", "bad_topics"), ("unassigned", "unassigned"),
-                                                 ("doubly", "doubly"), ("consumers_hit", "consumers_hit"))])
-    return running.where(F.col("bad_topics") > 0)
+def collect_small(frames: Mapping[str, DataFrame]) -> dict[str, list[dict[str, Any]]]:
+    """The rows of several small DataFrames in one Spark job (one action, one round
+    trip): each frame's rows become a struct column of its own in a union, null in the
+    other frames' rows. Rows come back as dicts, through Arrow (timestamps as UTC-aware
+    datetimes, exact)."""
+    names = list(frames)
+    # Every field nullable, at every depth: a struct that is null in a row still has
+    # children there, and Arrow takes no null in a child it was told has none.
+    types = {name: _nullable(df.schema) for name, df in frames.items()}
+    parts = [df.select(*[(F.struct(*[df[c] for c in df.columns]) if other == name else F.lit(None))
+                         .cast(types[other]).alias(other) for other in names])
+             for name, df in frames.items()]
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for row in reduce(DataFrame.union, parts).toArrow().to_pylist():
+        for name in names:
+            if row[name] is not None:
+                out[name].append(row[name])
+                break
+    return out
 
 
-def summary(per_rc: DataFrame, wins: DataFrame, events: DataFrame, captures: DataFrame, rounds_df: DataFrame
-            ) -> DataFrame:
-    """Per (date, cluster): how much of the time every topic of the cluster agreed, the
-    worst windows, and queue and consumer minutes affected. ``per_rc``: ``disagreeing``."""
-    no_cluster = F.lit("-")
-    known = (captures.where(F.col("ok") & F.col("has_cluster_info"))
-             .select("round", F.explode("cluster_brokers.cluster").alias("cluster")))
-    rc = known.unionByName(per_rc.select("round", "cluster")).distinct()
-    r = F.broadcast(rounds_df.select("round", "date", "interval_ms", "capture_ms"))
-    base = rc.join(r, "round").join(per_rc, ["round", "cluster"], "left")
-    # Rounds a window bridges (a side of its disagreement silent): not known consistent.
-    win_cluster = F.explode(F.when(F.size("clusters") > 0, F.col("clusters")).otherwise(F.array(no_cluster)))
-    spans = (wins.where(F.size("unknown_spans") > 0)
-             .select(win_cluster.alias("cluster"), F.explode("unknown_spans").alias("span"))
-             .select("cluster", "span.start_ms", "span.end_ms"))
-    b, sp = base.alias("b"), F.broadcast(spans).alias("sp")
-    unknown = (b.join(sp, (F.col("b.cluster") == F.col("sp.cluster")) & (F.col("b.capture_ms") >= F.col("sp.start_ms"))
-                      & (F.col("b.capture_ms") < F.col("sp.end_ms")))
-               .select("b.round", "b.cluster").distinct().withColumn("unknown", F.lit(True)))
-    base = base.join(unknown, ["round", "cluster"], "left")
-    iv = F.col("interval_ms")
-    quiet = F.col("bad_topics").isNull()
-    by_day = base.groupBy("date", "cluster").agg(
-        F.count("*").alias("rounds"),
-        (F.sum(iv) / 1000).alias("observed_s"),
-        (F.sum(F.when(quiet & F.col("unknown").isNull(), iv).otherwise(0)) / 1000).alias("consistent_s"),
-        (F.sum(F.when(quiet & F.col("unknown"), iv).otherwise(0)) / 1000).alias("unknown_s"),
-        F.max(F.coalesce("bad_topics", F.lit(0))).alias("max_inconsistent_topics"),
-        (F.sum(F.coalesce("unassigned", F.lit(0)) * iv) / 60000).alias("unassigned_queue_minutes"),
-        (F.sum(F.coalesce("doubly", F.lit(0)) * iv) / 60000).alias("doubly_assigned_queue_minutes"),
-        (F.sum(F.coalesce("consumers_hit", F.lit(0)) * iv) / 60000).alias("affected_consumer_minutes"),
-    ).withColumn("consistent_share", F.try_divide(F.col("consistent_s"), F.col("observed_s")))
-    worst = wins.select("*", win_cluster.alias("cluster")).groupBy("date", "cluster").agg(
-        F.count("*").alias("windows"), F.max("duration_s").alias("longest_window_s"),
-        F.slice(F.sort_array(F.collect_list(F.struct("duration_s", "topic", "start", "cause", "servers")),
-                             asc=False), 1, 3).alias("worst_windows"))
-    conv = events.groupBy("date", "cluster").agg(
-        F.count("*").alias("broker_events"), F.max("converge_s").alias("max_converge_s"),
-        F.count_if(~F.col("converged")).alias("unconverged_events"))
-    return (by_day.join(worst, ["date", "cluster"], "left").join(conv, ["date", "cluster"], "left")
-            .select("date", "cluster", "rounds", "observed_s", "consistent_s", "consistent_share", "unknown_s",
-                    "max_inconsistent_topics", F.coalesce("windows", F.lit(0)).alias("windows"), "longest_window_s",
-                    F.coalesce("worst_windows", F.expr("array()").cast(
-                        "array<struct<duration_s:double,topic:string,start:timestamp,cause:string,"
-                        "servers:array<string>>>")).alias("worst_windows"),
-                    "unassigned_queue_minutes", "doubly_assigned_queue_minutes", "affected_consumer_minutes",
-                    F.coalesce("broker_events", F.lit(0)).alias("broker_events"), "max_converge_s",
-                    F.coalesce("unconverged_events", F.lit(0)).alias("unconverged_events")))
+def _nullable(t: DataType) -> Any:
+    """``t`` with every field, element and value nullable."""
+    if isinstance(t, StructType):
+        return StructType([StructField(f.name, _nullable(f.dataType), True) for f in t.fields])
+    if isinstance(t, ArrayType):
+        return ArrayType(_nullable(t.elementType), True)
+    if isinstance(t, MapType):
+        return MapType(_nullable(t.keyType), _nullable(t.valueType), True)
+    return t

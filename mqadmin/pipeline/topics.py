@@ -1,6 +1,12 @@
-"""The per-topic pass: a topic's fact intervals on every server in, its *divergence*
-segments, its *windows* and its share of the summary out (``mapInArrow`` over the merged
-fact intervals, shuffled by topic; the Python half of the job after ingest).
+"""The per-topic pass: a topic's fact intervals on every server in, its merged *fact*
+intervals (the routes table's), its *divergence* segments, its *windows* and its share of
+the summary out (``mapInArrow`` over the chains' fact intervals, shuffled by topic; the
+Python half of the job after ingest).
+
+The chains' intervals of one server and topic are joined where one continues the other
+(same facts, the round right after, the same UTC date) and cut at midnight first: a v1
+history makes an interval per file, so this is the pass's one per-row loop, done as the
+rows are read.
 
 Between two *change points* of a topic (a bound of one of its intervals on any server,
 or a round where the set of answering servers or their ``has_topic_list`` /
@@ -24,7 +30,9 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..diff.rules import silent_side
 from . import rules
@@ -53,8 +61,14 @@ WINDOW = pa.schema([
 #: first round, - at the round after its last (summed up by tables.summary).
 SWEEP = pa.schema([("cluster", pa.string()), ("seq", pa.int32()), ("topics", pa.int64()),
                    ("unassigned", pa.int64()), ("doubly", pa.int64()), ("consumers_hit", pa.int64())])
+#: A merged fact interval with its bounds as rounds and times (the routes table's head).
+FACT = pa.schema([
+    ("server", pa.string()), ("topic", pa.string()), ("from_seq", pa.int32()), ("to_seq", pa.int32()),
+    ("from_round", pa.int32()), ("to_round", pa.int32()), ("valid_from_ms", pa.int64()), ("valid_to_ms", pa.int64()),
+    ("asked", pa.bool_()), ("route_key", pa.binary()), ("listed", pa.bool_()), ("order_conf_kv", pa.string()),
+])
 TOPIC_OUT = pa.schema([("divergence", pa.struct(list(DIVERGENCE))), ("window", pa.struct(list(WINDOW))),
-                       ("sweep", pa.struct(list(SWEEP)))])
+                       ("sweep", pa.struct(list(SWEEP))), ("fact", pa.struct(list(FACT)))])
 NO_CLUSTER = "-"
 
 
@@ -72,11 +86,17 @@ class Timeline:
     changes: list[int] = field(init=False)
     _elapsed: list[int] = field(init=False)
     _answered: dict[str, list[int]] = field(init=False)  # server -> seqs it answered
+    #: index seq - 1: the last seq of that round's UTC date
+    day_last: list[int] = field(init=False)
 
     def __post_init__(self) -> None:
         days = [self.day(i + 1) for i in range(len(self.times))]
         self.changes = [i + 1 for i in range(len(self.answering))
                         if i == 0 or self.answering[i] != self.answering[i - 1] or days[i] != days[i - 1]]
+        self.day_last = list(range(1, len(days) + 1))
+        for i in range(len(days) - 2, -1, -1):
+            if days[i] == days[i + 1]:
+                self.day_last[i] = self.day_last[i + 1]
         self._elapsed = [0, *accumulate(self.intervals)]
         self._answered = {}
         for i, answers in enumerate(self.answering):
@@ -96,6 +116,20 @@ class Timeline:
     def span_ms(self, first: int, last: int) -> int:
         """Sum of the intervals of rounds ``first`` to ``last``: the time they stand for."""
         return self._elapsed[last] - self._elapsed[first - 1]
+
+    def cut(self, first: int, last: int) -> list[tuple[int, int]]:
+        """Rounds ``first`` to ``last`` cut at midnight: the runs of them that share a UTC date."""
+        pieces = []
+        end = self.day_last[first - 1]
+        while end < last:
+            pieces.append((first, end))
+            first = end + 1
+            end = self.day_last[first - 1]
+        pieces.append((first, last))
+        return pieces
+
+    def same_day(self, a: int, b: int) -> bool:
+        return self.day_last[a - 1] == self.day_last[b - 1]
 
     def answered_in(self, seq: int) -> set[str]:
         """Servers that answered in round ``seq``."""
@@ -123,6 +157,12 @@ class Interval:
 
     def fact(self, canonical: Mapping[bytes, bytes | None]) -> tuple[Any, ...]:
         return (self.asked, canonical[self.route_key], self.listed, self.order_conf_kv)
+
+    def continued_by(self, server: str, first: int, facts: tuple[Any, ...], timeline: Timeline) -> bool:
+        """Whether an interval of ``server`` from round ``first`` with the raw ``facts``
+        (asked, route key, listed, ORDER_TOPIC_CONFIG value) is this one going on."""
+        return (first == self.last + 1 and server == self.server and timeline.same_day(self.last, first)
+                and facts == (self.asked, self.route_key, self.listed, self.order_conf_kv))
 
 
 @dataclass
@@ -305,60 +345,155 @@ def _groups(finding: Mapping[str, Any]) -> list[tuple[Any, tuple[str, ...]]]:
     return [(value, tuple(servers)) for value, servers in seen.items()]
 
 
-def _batch(name: str, rows: list[dict[str, Any]]) -> pa.RecordBatch:
-    values = pa.array(rows, TOPIC_OUT.field(name).type)
-    return pa.RecordBatch.from_arrays([values if f.name == name else pa.nulls(len(rows), f.type) for f in TOPIC_OUT],
-                                      schema=TOPIC_OUT)
+def _batch(name: str, values: pa.Array) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([values if f.name == name else pa.nulls(len(values), f.type)
+                                       for f in TOPIC_OUT], schema=TOPIC_OUT)
+
+
+def _rows(name: str, rows: list[dict[str, Any]]) -> pa.RecordBatch:
+    return _batch(name, pa.array(rows, TOPIC_OUT.field(name).type))
+
+
+class _Facts:
+    """The merged fact intervals, column by column (FACT), until a batch is full."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self.timeline = timeline
+        self.cols: list[list[Any]] = [[] for _ in FACT]
+
+    def add(self, topic: str, intervals: Iterable[Interval]) -> None:
+        tl, c = self.timeline, self.cols
+        for iv in intervals:
+            for i, value in enumerate((iv.server, topic, iv.first, iv.last, tl.rounds[iv.first - 1],
+                                       tl.rounds[iv.last - 1], tl.times[iv.first - 1], tl.time(iv.last + 1),
+                                       iv.asked, iv.route_key, iv.listed, iv.order_conf_kv)):
+                c[i].append(value)
+
+    def __len__(self) -> int:
+        return len(self.cols[0])
+
+    def batch(self) -> pa.RecordBatch:
+        values = pa.StructArray.from_arrays([pa.array(col, f.type) for col, f in zip(self.cols, FACT)], fields=list(FACT))
+        self.cols = [[] for _ in FACT]
+        return _batch("fact", values)
+
+
+_FACT_COLUMNS = ("topic", "server", "from_seq", "to_seq", "asked", "route_key", "listed", "order_conf_kv")
+
+
+def merged(batches: Iterable[pa.RecordBatch], timeline: Timeline) -> Iterator[tuple[str, Interval]]:
+    """The chains' fact intervals (_FACT_COLUMNS, sorted by topic, server and from_seq)
+    cut at midnight and joined where one continues the other (Interval.continued_by), as
+    (topic, interval) in the same order.
+
+    A v1 history has an interval per file (rounds x servers x topics), most of them
+    continuing the one before: the rule is applied to whole batches with Arrow and numpy,
+    and only the intervals that start a run become Python objects. An interval yielded
+    last may still grow with the next batch's first rows (its topic is not done)."""
+    day_last = np.asarray(timeline.day_last, dtype=np.int64)
+    last: tuple[str, Interval] | None = None
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        cols = [batch.column(n) for n in _FACT_COLUMNS]
+        first, to = (c.to_numpy(zero_copy_only=False).astype(np.int64) for c in cols[2:4])
+        if (day_last[first - 1] < to).any():
+            cols, first, to = _cut(cols, first, to, timeline)
+        n = len(first)
+        go_on = np.zeros(n, dtype=bool)  # row i continues row i - 1
+        if n > 1:
+            go_on[1:] = (first[1:] == to[:-1] + 1) & (day_last[first[1:] - 1] == day_last[to[:-1] - 1])
+            for c in (cols[0], cols[1], *cols[4:]):
+                go_on[1:] &= _same(c.slice(1), c.slice(0, n - 1))
+        if last is not None:
+            row = [c[0].as_py() for c in cols]
+            go_on[0] = row[0] == last[0] and last[1].continued_by(row[1], int(first[0]), (*row[4:],), timeline)
+        starts = np.flatnonzero(~go_on)
+        ends = np.append(starts[1:], n) - 1
+        if last is not None and go_on[0]:
+            last[1].last = int(to[starts[0] - 1] if len(starts) else to[n - 1])
+        if not len(starts):
+            continue
+        take = pa.array(starts)
+        topics, servers, asked, keys, listed, kv = (cols[i].take(take).to_pylist() for i in (0, 1, 4, 5, 6, 7))
+        for i, (f, t) in enumerate(zip(first[starts].tolist(), to[ends].tolist())):
+            last = topics[i], Interval(servers[i], f, t, asked[i], keys[i], listed[i], kv[i])
+            yield last
+
+
+def _same(a: pa.Array, b: pa.Array) -> Any:
+    """Row by row, ``a`` equals ``b``, two nulls counting as equal (Spark's ``<=>``)."""
+    equal = pc.fill_null(pc.equal(a, b), False)
+    return pc.or_(equal, pc.and_(pc.is_null(a), pc.is_null(b))).to_numpy(zero_copy_only=False)
+
+
+def _cut(cols: list[pa.Array], first: Any, to: Any, timeline: Timeline) -> tuple[list[pa.Array], Any, Any]:
+    """The rows of ``cols`` cut at midnight (Timeline.cut), pieces in order."""
+    pieces = [timeline.cut(f, t) for f, t in zip(first.tolist(), to.tolist())]
+    rows = np.repeat(np.arange(len(pieces)), [len(p) for p in pieces])
+    bounds = np.array([b for p in pieces for b in p], dtype=np.int64).reshape(-1, 2)
+    take = pa.array(rows)
+    return [c.take(take) for c in cols], bounds[:, 0], bounds[:, 1]
 
 
 def map_topics(timeline: Timeline, routes: Mapping[bytes, Sequence[Mapping[str, Any]]], consumers: int,
                strategy: str) -> Any:
-    """The ``mapInArrow`` function of the per-topic pass: merged fact intervals (server,
-    topic, from_seq, to_seq, asked, route_key, listed, order_conf_kv) sorted by topic in,
-    TOPIC_OUT out."""
+    """The ``mapInArrow`` function of the per-topic pass: the chains' fact intervals
+    (server, topic, from_seq, to_seq, asked, route_key, listed, order_conf_kv) sorted by
+    topic, server and from_seq in, TOPIC_OUT out."""
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         judge = TopicJudge(timeline, routes, consumers, strategy)
         current: str | None = None
         intervals: list[Interval] = []
         divergence: list[dict[str, Any]] = []
         windows: list[dict[str, Any]] = []
+        facts = _Facts(timeline)
 
         def finish() -> None:
             assert current is not None
+            facts.add(current, intervals)
             segments = judge.segments(current, intervals)
             divergence.extend(judge.divergence_row("topic", current, s) for s in segments)
             windows.extend(judge.windows(current, segments))
             judge.add_sweep(segments)
 
-        for batch in batches:
-            cols = [batch.column(n).to_pylist() for n in ("topic", "server", "from_seq", "to_seq", "asked",
-                                                           "route_key", "listed", "order_conf_kv")]
-            for topic, server, first, last, asked, key, listed, kv in zip(*cols):
-                if topic != current:
-                    if current is not None:
-                        finish()
-                    current, intervals = topic, []
-                intervals.append(Interval(server, first, last, asked, key, listed, kv))
-            if len(divergence) >= 4096:
-                yield _batch("divergence", divergence)
-                divergence = []
+        for topic, interval in merged(batches, timeline):
+            if topic != current:
+                if current is not None:
+                    finish()
+                    if len(divergence) >= 4096:
+                        yield _rows("divergence", divergence)
+                        divergence = []
+                    if len(facts) >= 4096:
+                        yield facts.batch()
+                current, intervals = topic, []
+            intervals.append(interval)
         if current is not None:
             finish()
         for name, rows in (("divergence", divergence), ("window", windows), ("sweep", judge.sweep_rows())):
             if rows:
-                yield _batch(name, rows)
+                yield _rows(name, rows)
+        if len(facts):
+            yield facts.batch()
     return run
 
 
 def map_cluster(timeline: Timeline, consumers: int, strategy: str) -> Any:
     """The ``mapInArrow`` function of the cluster-wide comparison: the readable captures
-    rows with their ``seq``, sorted by seq and server, in one partition (a row per file);
-    DIVERGENCE rows of scope ``cluster`` out, adjacent rounds with the same outcome merged."""
+    rows in one partition (a row per file: few); DIVERGENCE rows of scope ``cluster``
+    out, adjacent rounds with the same outcome merged. Rounds are put in time order here,
+    from the timeline, rather than by a join and a sort in Spark."""
+    seq_of = {r: i + 1 for i, r in enumerate(timeline.rounds)}
+
     def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         judge = TopicJudge(timeline, {}, consumers, strategy)
         segments: list[Segment] = []
         current: int | None = None
         captures: list[dict[str, Any]] = []
+        rows = [row for batch in batches for row in batch.to_pylist() if row["round"] in seq_of]
+        for row in rows:
+            row["seq"] = seq_of[row["round"]]
+        rows.sort(key=lambda row: (row["seq"], row["server"] is not None, row["server"] or ""))
 
         def finish() -> None:
             assert current is not None
@@ -371,13 +506,12 @@ def map_cluster(timeline: Timeline, consumers: int, strategy: str) -> Any:
             else:
                 segments.append(segment)
 
-        for batch in batches:
-            for row in batch.to_pylist():
-                if row["seq"] != current:
-                    if current is not None:
-                        finish()
-                    current, captures = row["seq"], []
-                captures.append(row)
+        for row in rows:
+            if row["seq"] != current:
+                if current is not None:
+                    finish()
+                current, captures = row["seq"], []
+            captures.append(row)
         if current is not None:
             finish()
         rows = [judge.divergence_row("cluster", None, s) for s in segments]
