@@ -211,12 +211,14 @@ def class_archive_options(cache: Path | None = None) -> str:
     classes Spark loads (JDK 13+ dynamic CDS), halving its start-up (5-6 s to 2.5-3.3 s
     here) and the first step's class loading.
 
-    The first run writes the archive at its JVM's exit (about 190 MB, under the user's
-    cache directory, named for this Java and this Spark) under a temporary name; the next
-    run adopts a finished one and starts from it (runs meanwhile start without one). A
-    stale or foreign archive is only ignored by the JVM (``-Xshare:auto``). The JVM's own
-    log lines, which it prints on stdout, are limited to errors on stderr (Spark's log).
-    ``MQADMIN_SPARK_CDS=0``: none.
+    The first run claims the dump and writes the archive at its JVM's exit (about 190 MB,
+    under the user's cache directory, named for this Java, this Spark and this environment)
+    under a temporary name; the next run adopts a finished one and starts from it (runs
+    meanwhile start without one). A stale or foreign archive is only ignored by the JVM
+    (``-Xshare:auto``). Archives of other environments are kept for the ``CDS_KEEP_OTHERS``
+    most recently used; the rest are removed, so fresh virtual environments (a CI clone
+    each) do not fill the disk. The JVM's own log lines, which it prints on stdout, are
+    limited to errors on stderr (Spark's log). ``MQADMIN_SPARK_CDS=0``: none.
     """
     if os.environ.get(CDS_VARIABLE, "1") == "0":
         return ""
@@ -233,13 +235,26 @@ def class_archive_options(cache: Path | None = None) -> str:
     try:
         folder.mkdir(parents=True, exist_ok=True)
         _adopt_finished(folder, final)
+        prune_class_archives(folder, final)
+        if final.exists():
+            os.utime(final)  # used now: pruning keeps the most recently used
+            return f"-XX:SharedArchiveFile={final} {quiet}"
+        if not _claim_dump(final):
+            return ""  # another run is writing one: one dump at a time
     except OSError:
         return ""  # no cache directory to be had: start as Spark does
-    if final.exists():
-        return f"-XX:SharedArchiveFile={final} {quiet}"
-    if any(folder.glob(final.name + ".*")):
-        return ""  # another run is writing one: one dump at a time
     return f"-XX:ArchiveClassesAtExit={final}.{os.getpid()} {quiet}"
+
+
+#: Archives of this many other keys (other Javas, Sparks, environments) are kept, the most
+#: recently used; each is about 190 MB.
+CDS_KEEP_OTHERS = 2
+#: A file of the cache untouched this long is finished: a JVM writes its dump in seconds.
+CDS_SETTLED_S = 60
+#: A claim this old whose dump never came (the JVM was killed, or exited before writing)
+#: is abandoned and may be taken again.
+CDS_CLAIM_STALE_S = 900
+_CDS_FILE = re.compile(r"spark-cds-([0-9a-f]{8})\.jsa(\.(\d+|claim))?")
 
 
 def java_binary() -> Path | None:
@@ -249,15 +264,66 @@ def java_binary() -> Path | None:
     return Path(found).resolve() if found and os.access(found, os.X_OK) else None
 
 
+def _age(path: Path) -> float:
+    return time.time() - path.stat().st_mtime
+
+
 def _adopt_finished(folder: Path, final: Path) -> None:
     """Rename a finished archive dump into place; remove leftovers once one is there.
-    A dump nobody has written to for a minute is finished (a JVM writes it in seconds)."""
+    An empty dump that has not grown since its claim went stale was abandoned."""
+    claim = final.with_name(final.name + ".claim")
     for dump in folder.glob(final.name + ".*"):
-        age = time.time() - dump.stat().st_mtime
-        if final.exists() and age > 60:
-            dump.unlink(missing_ok=True)
-        elif not final.exists() and age > 60 and dump.stat().st_size > 0:
-            os.replace(dump, final)
+        if dump == claim:
+            continue
+        try:  # another run may adopt or remove it meanwhile
+            age = _age(dump)
+            if final.exists() and age > CDS_SETTLED_S:
+                dump.unlink(missing_ok=True)
+            elif not final.exists() and age > CDS_SETTLED_S and dump.stat().st_size > 0:
+                os.replace(dump, final)
+            elif age > CDS_CLAIM_STALE_S:
+                dump.unlink(missing_ok=True)
+        except FileNotFoundError:
+            continue
+    if final.exists() and claim.exists() and _age(claim) > CDS_SETTLED_S:
+        claim.unlink(missing_ok=True)
+
+
+def _claim_dump(final: Path) -> bool:
+    """Whether this run may write ``final``'s dump: the claim file is created exclusively,
+    so of runs starting together one dumps. A stale claim with no dump being written is
+    taken over."""
+    claim = final.with_name(final.name + ".claim")
+    for _ in range(2):
+        try:
+            os.close(os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            return True
+        except FileExistsError:
+            writing = any(p != claim and _age(p) <= CDS_CLAIM_STALE_S for p in claim.parent.glob(final.name + ".*"))
+            if writing or _age(claim) <= CDS_CLAIM_STALE_S:
+                return False
+            claim.unlink(missing_ok=True)
+    return False
+
+
+def prune_class_archives(folder: Path, keep: Path) -> list[Path]:
+    """Remove the archives, dumps and claims of every key but ``keep``'s and the
+    ``CDS_KEEP_OTHERS`` most recently used others; files touched in the last minute (a
+    run of another environment may be writing them) stay. Returns what was removed."""
+    own = _CDS_FILE.fullmatch(keep.name)
+    by_key: dict[str, list[Path]] = {}
+    for path in folder.iterdir():
+        m = _CDS_FILE.fullmatch(path.name)
+        if m and (own is None or m.group(1) != own.group(1)):
+            by_key.setdefault(m.group(1), []).append(path)
+    last_use = {k: max(p.stat().st_mtime for p in paths) for k, paths in by_key.items()}
+    removed = []
+    for k in sorted(last_use, key=last_use.__getitem__, reverse=True)[CDS_KEEP_OTHERS:]:
+        for path in by_key[k]:
+            if _age(path) > CDS_SETTLED_S:
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
 
 
 # ------------------------------------------------------------------ shipping code ----

@@ -41,6 +41,47 @@ def test_class_archive_is_dumped_once_then_adopted(tmp_path: Path, monkeypatch: 
     assert session.class_archive_options(tmp_path) == ""
 
 
+def _aged(path: Path, seconds: float, data: bytes = b"archive") -> Path:
+    path.write_bytes(data)
+    then = path.stat().st_mtime - seconds
+    os.utime(path, (then, then))
+    return path
+
+
+def test_class_archive_claims_are_exclusive_and_go_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(session.CDS_VARIABLE, raising=False)
+    assert session.class_archive_options(tmp_path).startswith("-XX:ArchiveClassesAtExit=")
+    (claim,) = tmp_path.glob("*.claim")
+    assert session.class_archive_options(tmp_path) == ""  # claimed, no dump yet: nobody else dumps
+    # The claiming JVM died before writing anything: once the claim is stale, a run takes it over.
+    _aged(claim, session.CDS_CLAIM_STALE_S + 5, b"")
+    assert session.class_archive_options(tmp_path).startswith("-XX:ArchiveClassesAtExit=")
+    assert claim.exists() and session.class_archive_options(tmp_path) == ""
+    # An empty dump left by a killed JVM is removed once stale, and does not block a new claim.
+    dump = _aged(claim.with_name(claim.name.replace(".claim", ".999999")), session.CDS_CLAIM_STALE_S + 5, b"")
+    _aged(claim, session.CDS_CLAIM_STALE_S + 5, b"")
+    assert session.class_archive_options(tmp_path).startswith("-XX:ArchiveClassesAtExit=")
+    assert not dump.exists()
+
+
+def test_class_archives_of_other_environments_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(session.CDS_VARIABLE, raising=False)
+    # Four other keys, used 1 to 4 hours ago, one with two abandoned dumps; one just written.
+    others = {k: _aged(tmp_path / f"spark-cds-{k}.jsa", hours * 3600) for hours, k in
+              enumerate(("0000000a", "0000000b", "0000000c", "0000000d"), start=1)}
+    dumps = [_aged(tmp_path / f"spark-cds-0000000d.jsa.{pid}", 5 * 3600) for pid in (11, 12)]
+    fresh = (tmp_path / "spark-cds-0000000e.jsa.77")
+    fresh.write_bytes(b"being written")
+    unrelated = _aged(tmp_path / "notes.txt", 9 * 3600)
+    first = session.class_archive_options(tmp_path)
+    assert first.startswith("-XX:ArchiveClassesAtExit=")
+    kept = {p.name for p in tmp_path.iterdir()}
+    # e (fresh, and the most recent other key) and a (the next most recent) stay; b, c, d go.
+    assert fresh.name in kept and others["0000000a"].name in kept and unrelated.name in kept
+    assert not any(p.exists() for p in (others["0000000b"], others["0000000c"], others["0000000d"], *dumps))
+    assert Path(first.split()[0].split("=", 1)[1]).parent == tmp_path
+
+
 def test_conf_items() -> None:
     assert session.parse_conf(["a.b=1", "c= x=y"]) == {"a.b": "1", "c": " x=y"}
     for bad in ("nokey", "=v"):
