@@ -5,6 +5,7 @@ equal to what a full parse finds, or None when the body cannot be split soundly.
 from __future__ import annotations
 
 from array import array
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ from mqnamesrv.protocol.command import RemotingCommand
 from mqnamesrv.protocol.errors import BodyDecodeError
 from mqnamesrv.protocol.frame import decode
 from mqnamesrv.protocol.register import register_body
-from mqnamesrv.protocol.table_pieces import _TABLE_KEY, _pieces, _read_layout, table_changes
+from mqnamesrv.protocol.table_pieces import (
+    _BLOCK, _TABLE_KEY, _common, _differing, _pieces, _read_layout, _shifted, table_changes)
 
 V = 409  # a 4.9.8 broker's request version
 NONE: array = array("q")
@@ -308,3 +310,106 @@ def test_a_re_registration_with_junk_spliced_anywhere_is_declined_or_applies_exa
         assert got.changed.items() <= expected.items()
         applied = {**first.changed, **got.changed}
         assert {t: applied[t] for t in expected} == expected
+
+
+# ---- the hash comparison: blocks of _BLOCK hashes, descents, shifts ----
+
+def hash_array(values: list[int]) -> array:
+    return array("Q", values)
+
+
+SIZES = [1, _BLOCK - 1, _BLOCK, _BLOCK + 1, 2 * _BLOCK, 3 * _BLOCK + 5]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_positions_that_differ_are_found_at_every_edge_of_a_block(n: int) -> None:
+    """A change at a block's first or last hash, in the short last block, in every block,
+    or nowhere: exactly the positions that differ, whatever the length's remainder."""
+    old = hash_array(list(range(1000, 1000 + n)))
+    edges = {0, n - 1} | {at for b in range(0, n, _BLOCK) for at in (b, b + _BLOCK - 1) if at < n}
+    for changed in [set(), {0}, {n - 1}, edges, set(range(n)), set(range(0, n, _BLOCK))]:
+        new = hash_array([h + 10**6 if i in changed else h for i, h in enumerate(old)])
+        assert _differing(new, old) == sorted(changed)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=5 * _BLOCK + 7), st.integers(0, 300), st.integers(0, 300),
+       st.integers(0, 300))
+def test_a_common_run_is_measured_to_its_first_mismatch(values: list[int], shift: int, j: int, change: int) -> None:
+    """``old`` is ``new`` without its first ``shift`` hashes and with one changed, compared
+    from aligned places: the run ends at the change or at the shorter's end."""
+    shift = shift % (len(values) + 1)
+    old_values = values[shift:]
+    if old_values:
+        old_values[change % len(old_values)] ^= 1
+    new, old = hash_array(values), hash_array(old_values)
+    j = j % (len(old) + 1)
+    i = j + shift
+    limit = min(len(new) - i, len(old) - j)
+    run = 0
+    while run < limit and new[i + run] == old[j + run]:
+        run += 1
+    assert _common(new, i, old, j, limit) == run
+
+
+shifts = st.lists(st.tuples(st.sampled_from(["change", "insert", "drop"]), st.integers(0, 10**6)), max_size=12)
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(st.integers(0, 4 * _BLOCK + 3), shifts, st.booleans())
+def test_a_shifted_table_leaves_exactly_its_new_hashes_and_matches_each_old_one_once(size: int, steps: list,
+                                                                                        twice: bool) -> None:
+    """Hashes inserted, dropped and changed anywhere (at block edges too, the length not a
+    multiple of a block): the positions left over whose hash is not among the old ones
+    left over are exactly the new hashes; every hash matched is an old one, matched once.
+    With a hash repeated (a topic named twice) the matching is still one to one."""
+    old_values = list(range(10, 10 + size))
+    if twice and old_values:
+        old_values.append(old_values[0])
+    values, fresh = list(old_values), 10**9
+    for kind, at in steps:
+        fresh += 1
+        if kind == "insert":
+            values.insert(at % (len(values) + 1), fresh)
+        elif values and kind == "change":
+            values[at % len(values)] = fresh
+        elif values:
+            del values[at % len(values)]
+    new, old = hash_array(values), hash_array(old_values)
+    if len(new) == len(old):
+        loose = _differing(new, old)
+        stale = {old[i] for i in loose}
+    else:
+        loose, stale = _shifted(new, old)
+    assert len(set(loose)) == len(loose) and stale <= set(old_values)
+    matched = Counter(h for i, h in enumerate(values) if i not in set(loose))
+    assert all(matched[h] <= old_values.count(h) for h in matched)
+    found = {values[i] for i in loose if values[i] not in stale}
+    assert set(values) - set(old_values) <= found
+    if not twice:
+        assert found == set(values) - set(old_values)
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_re_registrations_changed_at_block_edges_report_exactly_those_topics(n: int) -> None:
+    """Through table_changes: a table of n topics changed at its blocks' edges, with one
+    more or one fewer topic at the start, the end or a block edge, or only bumped."""
+    topics = {f"t{i:04d}": 8 for i in range(n)}
+    first = table_changes(body(topics), V, NONE)
+    assert first is not None
+    names = list(topics)
+    edge = [names[at] for at in {0, n - 1, min(_BLOCK - 1, n - 1), min(_BLOCK, n - 1)}]
+    cases: list[dict[str, int]] = [
+        dict(topics),
+        {**topics, **{t: 4 for t in edge}},
+        {"a_new": 2, **topics},
+        {**topics, "z_new": 2},
+        dict(list(topics.items())[1:]),
+        dict(list(topics.items())[:-1]),
+        {t: s for t, s in topics.items() if t != names[min(_BLOCK, n - 1)]},
+        {**dict(list(topics.items())[:_BLOCK]), "m_new": 2, **dict(list(topics.items())[_BLOCK:])},
+    ]
+    for counter, after in enumerate(cases, 2):
+        got = table_changes(body(after, counter=counter), V, first.hashes)
+        assert got is not None
+        assert got.changed == {t: s for t, s in full(body(after)).items() if topics.get(t) != s[0]}

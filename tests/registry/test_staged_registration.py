@@ -4,6 +4,7 @@ equals applying those writes first and the registration after them, in one piece
 
 from __future__ import annotations
 
+from array import array
 from typing import Callable
 
 import pytest
@@ -143,3 +144,47 @@ def test_nothing_is_staged_for_a_registration_that_applies_no_topics() -> None:
     assert same is None  # same DataVersion: 4.9.8 ignores the body
     stale = table.stage_master_topics("broker-a", MASTER_A, 0, DataVersion(9, 9), TopicsDiff.of(topics, None))
     assert stale is None  # diffed against no application while one is on record: redo in one piece
+
+
+def _pieces_diff(topics: dict) -> TopicsDiff:
+    """A first registration's diff as table_changes gives it: one unsigned hash a piece,
+    in body order (here made from the topic and its shape)."""
+    return TopicsDiff(None, array("Q", (hash(item) % 2**64 for item in topics.items())), topics)
+
+
+def _staged(table: RouteTable, name: str, addr: str, topics: dict) -> StagedTopics:
+    staging = table.stage_master_topics(name, addr, 0, dv(1), _pieces_diff(topics))
+    assert staging is not None
+    with staging:
+        while not staging.step(1000):
+            pass
+        _register(table, name, addr, topics, staged=staging)
+    assert staging.published
+    return staging
+
+
+def test_a_broker_with_anothers_pieces_finds_its_topics_by_the_entries_noted_then() -> None:
+    """The second broker of a cluster sends the first one's pieces: its topics are found at
+    the entries the first application noted (no lookup), also after writes meanwhile
+    (a topic deleted, one deleted and created again), and the table is the one applying
+    in one piece gives. After a compaction, the entries are not used."""
+    topics = _topics("c0", 3000)
+    staged_table, plain = RouteTable(clock=lambda: 1_000), RouteTable(clock=lambda: 1_000)
+    first = _staged(staged_table, "broker-a", MASTER_A, topics)
+    assert first.noted is not None and len(first.noted) == 3000
+    _register(plain, "broker-a", MASTER_A, topics)
+    for table in (staged_table, plain):
+        table.delete_topic("c0_00007", None)
+        table.delete_topic("c0_00009", None)
+        _register(table, "broker-c", MASTER_C, {"c0_00009": (1, 1, PERM_READ, 0)})
+    second = _staged(staged_table, "broker-b", MASTER_B, dict(topics))
+    assert second.noted is None  # it used the first one's entries
+    _register(plain, "broker-b", MASTER_B, topics)
+    assert _state(staged_table) == _state(plain)
+    for table in (staged_table, plain):  # most topics gone: the table compacts
+        for i in range(10, 3000):
+            table.delete_topic(f"c0_{i:05d}", None)
+    third = _staged(staged_table, "broker-d", "10.0.0.9:10911", dict(topics))
+    assert third.noted is not None  # looked up again, and noted for the next
+    _register(plain, "broker-d", "10.0.0.9:10911", topics)
+    assert _state(staged_table) == _state(plain)

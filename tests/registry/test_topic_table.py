@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from array import array
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -118,3 +120,57 @@ def test_a_topic_costs_tens_of_bytes() -> None:
         table[f"topic_{i:07d}"] = shared
     # 13 name bytes + 4 end + 8 hash + 8 value slot + 4-8 per index slot x load
     assert table.memory_bytes() / len(table) < 55
+
+
+# ---- entry numbers noted under a numbering, and updates by them ----
+
+def test_a_numbering_moves_to_a_copy_and_ends_with_a_compaction() -> None:
+    table: TopicTable[int] = TopicTable()
+    for i in range(20):
+        table[f"t{i}"] = i
+    token = table.numbering
+    table["more"] = 1  # appends keep it: no entry is renumbered
+    assert table.numbering is token
+    copy = table.copy()
+    assert copy.numbering is token and table.numbering is not token  # the two may append apart now
+    for i in range(15):
+        del copy[f"t{i}"]  # compacts
+    assert copy.numbering is not token
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(NAMES, st.integers(0, 3)), max_size=60, unique_by=lambda p: p[0]),
+       st.lists(st.tuples(st.sampled_from(["del", "readd", "set"]), NAMES, st.integers(0, 3)), max_size=8),
+       st.integers(0, 3), st.booleans(), st.booleans())
+def test_an_update_by_noted_entries_equals_one_by_lookups(pairs: list[tuple[str, int]], meanwhile: list,
+                                                         arg: int, watched: bool, uniform: bool) -> None:
+    """Entries noted while applying some topics, then writes (deletes, re-adds, other
+    values), then the same topics again by those entries or by lookups: the same table,
+    the same count, the same journal."""
+    table: TopicTable[int] = TopicTable()
+    for name, value in pairs[::2]:
+        table[name] = value
+    noted = array("i")
+    table.update_each(pairs, lambda old, a: a, noted)
+    assert [table._name(e) for e in noted] == [name for name, _ in pairs]
+    token = table.numbering
+    for kind, name, value in meanwhile:
+        if kind == "del" or kind == "readd":
+            table.pop(name, None)
+        if kind != "del":
+            table[name] = value
+    again = [(name, arg if uniform else (value + arg) % 4) for name, value in pairs]
+    by_entries = table.copy()  # takes over the table's numbering
+    by_lookup = table.copy()
+    if by_entries.numbering is not token:  # compacted meanwhile: the entries are not to be used
+        return
+    journals = [t.watch() for t in (by_entries, by_lookup)] if watched else []
+
+    def change(old: int | None, a: int) -> int:
+        return a if old is None else (old + a) % 4
+
+    got = by_entries.update_entries(noted, again, change)
+    assert got == by_lookup.update_each(again, change)
+    assert list(by_entries.items()) == list(by_lookup.items())
+    if watched:
+        assert journals[0] == journals[1]

@@ -21,8 +21,10 @@ SOUNDNESS: why a piece stands for its topic wherever it appears.
   broker's layout, they are read by ``_read_layout``, which vouches for each piece as one
   member and reads from it exactly what the parse reads (its comments say why).
 - Known pieces are known by their hash (xxh3, 64 bits, seeded per process), compared only
-  with pieces this process trusted before. So when every piece of a table is trusted, the
-  table is exactly the object of those members.
+  with pieces this process trusted before: a piece is known where a block of the base's
+  hashes equals the new ones at the matching places (equal arrays of 64-bit items hold
+  equal hashes, place by place), or where its hash is among the base's left unmatched. So
+  when every piece of a table is trusted, the table is exactly the object of those members.
 - The table ends at the first ``}}`` after the last ``},`` (no scan of the table for it).
   The head, the body without the table's members, is parsed and must hold the wrapper
   with an empty table at the cut. A second ``"topicConfigTable":{`` in the head declines
@@ -40,10 +42,10 @@ import os
 import re
 from array import array
 from dataclasses import dataclass
-from itertools import compress, count, repeat
+from itertools import compress, repeat
 from operator import add, ne
 
-from xxhash import xxh3_64_intdigest
+from xxhash import xxh3_64_digest
 
 from .bodies import DataVersion, QueueShape, _register_parts, table_shapes
 from .codes import VERSION_V3_0_11
@@ -133,24 +135,24 @@ def _topics(body: bytes, opened: int, end: int, base: array) -> tuple[array, dic
     shapes of its topics whose pieces are not among ``base``; None if its pieces are not
     all trusted. Raises ValueError or BodyDecodeError where a parse does.
 
-    Every per-piece step is a C loop: one split of the body at ``}`` (a one-byte separator
-    is found with memchr), one xxh3 per piece, a positional comparison with the base."""
+    Every per-piece step is a C loop: one split of the body at ``}``, one xxh3 per piece
+    (its digest's bytes joined into the array), a comparison with the base a block of
+    hashes at a time."""
     if not base:
         read = _read_layout(body, opened, end + 1)
         if read is not None:
-            return array("Q", list(map(xxh3_64_intdigest, read[0], repeat(_SEED)))), read[1]
+            return _hashed(read[0]), read[1]
     pieces = _pieces(body, opened, end)
-    ints = list(map(xxh3_64_intdigest, pieces, repeat(_SEED)))  # each hash an int once
-    hashes = array("Q", ints)
+    hashes = _hashed(pieces)
     if not base:  # a first registration not in the layout: the table the pieces form, parsed
         total = len(pieces)
         # Let go of the 10^4 pieces before the parse makes its objects: the allocator's
         # pages then hold one of them at a time, not both (resident size after a fleet).
-        del pieces, ints
+        del pieces
         shapes = _parsed_shapes(body, opened, end + 1, total)
     else:
-        new = _new_pieces(pieces, ints, hashes, base)
-        del pieces, ints
+        new = _new_pieces(pieces, hashes, base)
+        del pieces
         joined = b"}".join(new)
         if not new:
             shapes = {}
@@ -173,26 +175,115 @@ def _pieces(body: bytes, opened: int, end: int) -> list[bytes]:
     return pieces
 
 
-def _new_pieces(pieces: list[bytes], ints: list[int], hashes: array, base: array) -> list[bytes]:
-    """The pieces whose hashes are not in ``base``, by position where it can: a piece whose
-    hash is the base's at the same place (counted from the table's start, or from its end
-    past a topic inserted or dropped) is known. The rest are compared, by set, only with the
-    base's hashes not known that way: a hash among the others is also in the body at a known
-    place, a topic named twice, and its piece is parsed (its shape is the one it reports)."""
+def _hashed(pieces: list[bytes]) -> array:
+    """The pieces' seeded xxh3 hashes, as the digests' bytes read into an array: no int
+    object per piece (~0.2 ms less for 10^4 than an array built from ints)."""
+    hashes = array("Q")
+    hashes.frombytes(b"".join(map(xxh3_64_digest, pieces, repeat(_SEED))))
+    return hashes
+
+
+def _new_pieces(pieces: list[bytes], hashes: array, base: array) -> list[bytes]:
+    """The pieces whose hashes are not in ``base``. Each base hash matches at most one
+    piece of the same hash: by position where it can (block by block; in a table of another
+    length from its end, then from its start, stepping past topics inserted or dropped
+    where the other side's hash shows up a few places on), the rest by set. A piece left over is known if its hash is among the base's
+    left over; one whose hash only a matched base hash has is a topic named twice, and is
+    parsed (its shape is the one it reports)."""
     if hashes == base:  # unchanged (the same typecode: one memcmp)
         return []
-    n, m = len(ints), len(base)
-    if n == m:
-        differ = list(map(ne, ints, base))
-        stale = set(compress(base, differ))
-        return [piece for piece, h in zip(compress(pieces, differ), compress(ints, differ)) if h not in stale]
-    # A topic inserted or dropped shifts the rest: the common start and end by position,
-    # what lies between them by set.
+    n, m = len(hashes), len(base)
+    if hashes.typecode != base.typecode:  # the pairs of a full parse: no piece's hash among them
+        loose, stale = list(range(n)), set(base)
+    elif n == m:
+        loose = _differing(hashes, base)
+        stale = set(map(base.__getitem__, loose))
+    else:
+        loose, stale = _shifted(hashes, base)
+    return [pieces[i] for i in loose if hashes[i] not in stale]
+
+
+#: Hashes compared at once, as two array slices (a C loop over the items): a fleet broker's
+#: 10^4 pieces are 313 blocks, and 1% of its topics changed leaves about 100 of them to
+#: compare one by one. 16 and 64 were slower (more blocks; longer descents).
+_BLOCK = 32
+#: How far past a mismatch the walk of ``_shifted`` looks for the other side's hash.
+_AHEAD = 8
+
+
+def _differing(new: array, old: array) -> list[int]:
+    """The positions where two arrays of one length and typecode differ: block by block,
+    and item by item only in blocks that differ."""
+    n = len(new)
+    cuts = list(map(slice, range(0, n, _BLOCK), range(_BLOCK, n + _BLOCK, _BLOCK)))
+    out: list[int] = []
+    for at in compress(range(0, n, _BLOCK), map(ne, map(new.__getitem__, cuts), map(old.__getitem__, cuts))):
+        out.extend(compress(range(at, at + _BLOCK), map(ne, new[at:at + _BLOCK], old[at:at + _BLOCK])))
+    return out
+
+
+def _common(new: array, i: int, old: array, j: int, limit: int) -> int:
+    """How many items ``new[i:]`` and ``old[j:]`` have in common from their starts, up to
+    ``limit``: blocks doubling while they agree, then halving to the first that does not."""
+    k, step = 0, _BLOCK
+    while step <= limit - k and new[i + k:i + k + step] == old[j + k:j + k + step]:
+        k += step
+        step *= 2
+    while step > 1:
+        step //= 2
+        if step <= limit - k and new[i + k:i + k + step] == old[j + k:j + k + step]:
+            k += step
+    return k
+
+
+def _shifted(new: array, old: array) -> tuple[list[int], set[int]]:
+    """The positions of ``new`` not matched to an equal hash of ``old``, and the hashes of
+    ``old`` not matched, for arrays of different lengths (topics inserted or dropped shift
+    the rest). The common end is matched first; then a walk from the start matches runs
+    in common and, at a mismatch, takes the nearer of: the base hash a few places on in
+    ``new`` (topics inserted there), the new hash a few places on in ``old`` (dropped),
+    or neither (one topic changed in place). A table reordered at large would make the
+    walk step piece by piece: past a budget of mismatches, the rest is left to the set."""
+    n, m = len(new), len(old)
     shorter = min(n, m)
-    lead = next(compress(count(), map(ne, ints, base)), shorter)
-    trail = min(next(compress(count(), map(ne, reversed(ints), reversed(base))), shorter), shorter - lead)
-    stale = set(base[lead:m - trail])
-    return [piece for piece, h in zip(pieces[lead:n - trail], ints[lead:n - trail]) if h not in stale]
+    trail = 0
+    while trail < shorter:  # the common end, a block at a time
+        step = min(_BLOCK, shorter - trail)
+        if new[n - trail - step:n - trail] != old[m - trail - step:m - trail]:
+            break
+        trail += step
+    while trail < shorter and new[n - trail - 1] == old[m - trail - 1]:
+        trail += 1
+    n, m = n - trail, m - trail
+    loose: list[int] = []
+    gone: list[slice] = []
+    i = j = 0
+    budget = 32 + (n + m) // 16
+    while i < n and j < m and budget:
+        run = _common(new, i, old, j, min(n - i, m - j))
+        i, j = i + run, j + run
+        if i == n or j == m:
+            break
+        budget -= 1
+        ahead_new, ahead_old = new[i + 1:i + _AHEAD], old[j + 1:j + _AHEAD]
+        inserted = ahead_new.index(old[j]) + 1 if old[j] in ahead_new else 0
+        dropped = ahead_old.index(new[i]) + 1 if new[i] in ahead_old else 0
+        if inserted and (not dropped or inserted <= dropped):
+            loose.extend(range(i, i + inserted))
+            i += inserted
+        elif dropped:
+            gone.append(slice(j, j + dropped))
+            j += dropped
+        else:
+            loose.append(i)
+            gone.append(slice(j, j + 1))
+            i, j = i + 1, j + 1
+    loose.extend(range(i, n))
+    gone.append(slice(j, m))
+    stale: set[int] = set()
+    for cut in gone:
+        stale.update(old[cut])
+    return loose, stale
 
 
 def _parsed_shapes(data: bytes, lo: int, hi: int, members: int) -> dict[str, QueueShape] | None:

@@ -12,7 +12,7 @@ from array import array
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
-from weakref import WeakValueDictionary
+from weakref import WeakValueDictionary, ref
 
 from ..protocol.bodies import (
     BrokerData, ClusterInfo, DataVersion, QueueData, QueueShape, TopicQueueMappingInfo, TopicRouteData,
@@ -110,6 +110,13 @@ class TopicsDiff:
         return cls(base, hashes, dict(item for item, h in zip(items, hashes) if h not in seen))
 
 
+def _notable(diff: TopicsDiff) -> bool:
+    """Whether ``diff`` is a first registration's every topic, one per piece in piece
+    order (``table_changes``' hashes, unsigned; a full parse's pair hashes are signed):
+    equal hashes then mean the same topics in the same order."""
+    return diff.base is None and diff.hashes.typecode == "Q" and len(diff.hashes) == len(diff.changed)
+
+
 class StagedTopics:
     """A master's changed topics applied to a copy of the topic table a slice at a time
     (``step``), while the live table goes on answering readers and taking other writes.
@@ -126,6 +133,14 @@ class StagedTopics:
         self.broker_name, self.broker_addr, self.diff = broker_name, broker_addr, diff
         self._routes = routes
         self.copy = routes.topic_queue_table.copy()
+        #: the copy's entry numbering when copied: notes taken under it (see ``noted``)
+        self.numbering = self.copy.numbering
+        #: the entries of ``diff.changed``'s topics, in order, as another broker's
+        #: application of the same pieces left them; None: each topic is looked up
+        self._entries = routes._entries_noted(diff, self.numbering)
+        #: the entries found by looking each topic up, for the next broker with these pieces
+        self.noted: array | None = array("i") if self._entries is None and _notable(diff) else None
+        self._at = 0
         #: writes to the live table since the copy (moved to the next live table by a
         #: staging published meanwhile; gone if the tables were replaced wholesale)
         self.journal = routes.topic_queue_table.watch()
@@ -146,7 +161,11 @@ class StagedTopics:
         """Apply up to ``count`` more topics to the copy; True once all are applied."""
         batch = list(islice(self._pending, count))
         if batch:
-            self.copy.update_each(batch, self._change)
+            if self._entries is not None:
+                self.copy.update_entries(self._entries[self._at:self._at + len(batch)], batch, self._change)
+            else:
+                self.copy.update_each(batch, self._change, self.noted)
+            self._at += len(batch)
             self.slices += 1
         self.done = len(batch) < count
         return self.done
@@ -296,6 +315,9 @@ class RouteTable:
         #: the applications' hash arrays by checksum, so that brokers with the same topic
         #: table (a cluster's brokers usually are) hold one array: 80 KB a 10k-topic broker
         self._hash_arrays: WeakValueDictionary[int, array] = WeakValueDictionary()
+        #: by checksum as above: a shared hash array of a first registration's pieces, the
+        #: table numbering and the entries its topics had when applied (``_note_entries``)
+        self._entry_notes: dict[int, tuple[ref[array], object, array]] = {}
         #: 4.x slave address -> the key of the body it last registered with: 4.9.8 ignores
         #: a slave's topics, so the same body again (bar the DataVersion) changes nothing
         self._slave_bodies: dict[str, bytes] = {}
@@ -565,15 +587,38 @@ class RouteTable:
         in the table already. Hashes stand for the pairs (64-bit, salted per process)."""
         base = self.applied_hashes(broker_name, broker_addr)
         if staged is not None and staged.broker_name == broker_name and staged.usable(base):
-            self.topic_queue_table = staged.finish()
+            self.topic_queue_table = table = staged.finish()
             self._changed()
-            self._applied[broker_name] = _Applied(broker_addr, topics_key, self._shared(staged.diff.hashes))
+            shared = self._shared(staged.diff.hashes)
+            self._applied[broker_name] = _Applied(broker_addr, topics_key, shared)
+            noted = staged.noted
+            if noted is not None and table.numbering is staged.numbering and (not noted or min(noted) >= 0):
+                self._note_entries(shared, staged.numbering, noted)
             return
         if diff is None or diff.base is not base:
             diff = TopicsDiff.of(topics, base)
         if diff.changed:
             self._apply_topics(broker_name, diff.changed)
         self._applied[broker_name] = _Applied(broker_addr, topics_key, self._shared(diff.hashes))
+
+    def _note_entries(self, shared: array, numbering: object, entries: array) -> None:
+        """Keep the entries a first registration's topics have in the table (in piece
+        order), while its shared hash array lives: a broker joining the cluster next
+        sends the same pieces (the same topics, in the same order) and finds them there
+        without a lookup (``StagedTopics``). 4 bytes a topic per distinct table."""
+        for key in [key for key, note in self._entry_notes.items() if note[0]() is None]:
+            del self._entry_notes[key]
+        self._entry_notes[zlib.crc32(shared)] = (ref(shared), numbering, entries)
+
+    def _entries_noted(self, diff: TopicsDiff, numbering: object) -> array | None:
+        """The entries noted for ``diff``'s pieces under ``numbering`` (None: none)."""
+        if not _notable(diff):
+            return None
+        note = self._entry_notes.get(zlib.crc32(diff.hashes))
+        if note is None or note[1] is not numbering:
+            return None
+        shared = note[0]()
+        return note[2] if shared is not None and shared == diff.hashes else None
 
     def _shared(self, hashes: array) -> array:
         """``hashes``, or an equal array another application holds already. An array

@@ -15,6 +15,9 @@ per-topic loop, which is the price of the memory.
 from __future__ import annotations
 
 from array import array
+from collections import deque
+from itertools import compress, repeat
+from operator import is_, is_not, itemgetter, ne, or_
 from typing import Any, Callable, Generic, Iterable, Iterator, TypeVar
 
 V = TypeVar("V")
@@ -31,7 +34,7 @@ class TopicTable(Generic[V]):
     are kept with ``surrogatepass``, so any str a header decoder produced fits."""
 
     __slots__ = ("_names", "_starts", "_hashes", "_values", "_index", "_mask", "_live", "_layout", "_slot",
-                 "_journals")
+                 "_journals", "_numbering")
 
     def __init__(self) -> None:
         self._names = bytearray()          # every name ever added, UTF-8, back to back
@@ -45,16 +48,19 @@ class TopicTable(Generic[V]):
         self._slot = _prober(self._index, self._mask, self._hashes, self._starts, self._names)
         #: see watch(): each maps a topic written since to its value then (None: deleted)
         self._journals: list[dict[str, None]] = []
+        self._numbering = object()
 
     def copy(self) -> TopicTable[V]:
         """An independent table with the same entries (values shared, not copied): a
         few array copies, so a 10^5-topic table copies in about a millisecond. Its
-        journals are not copied."""
+        journals are not copied. The copy takes over this table's ``numbering`` and this
+        table gets a new one: the two may append different topics from now on."""
         other: TopicTable[V] = TopicTable.__new__(TopicTable)
         other._names, other._starts, other._hashes = bytearray(self._names), array("I", self._starts), \
             array("q", self._hashes)
         other._values, other._index, other._mask = list(self._values), array("i", self._index), self._mask
         other._live, other._layout, other._journals = self._live, 0, []
+        other._numbering, self._numbering = self._numbering, object()
         other._slot = _prober(other._index, other._mask, other._hashes, other._starts, other._names)
         return other
 
@@ -149,13 +155,23 @@ class TopicTable(Generic[V]):
             self._rebuild()
         return value
 
-    def update_each(self, pairs: Iterable[tuple[str, A]], change: Callable[[V | None, A], V]) -> int:
+    @property
+    def numbering(self) -> object:
+        """A token for which entry holds which topic: it stays this table's while entries
+        are only appended (no compaction renumbered them, no copy took it over), so entry
+        numbers noted under it (``update_each``'s ``entries``) still name the same topics
+        wherever it is this table's (``update_entries``)."""
+        return self._numbering
+
+    def update_each(self, pairs: Iterable[tuple[str, A]], change: Callable[[V | None, A], V],
+                    entries: array | None = None) -> int:
         """For each (topic, arg): value = change(current value or None, arg), stored
         unless it is the current value itself; returns how many topics changed. One
         lookup per topic: this is a broker re-registering 10^4 topics. ``change`` must
         answer the same for the same value object and an equal arg: a topic whose
         current value is the one before's and whose arg equals that one's gets its
-        answer without a call (fleet topics share a handful of values and come in runs)."""
+        answer without a call (fleet topics share a handful of values and come in runs).
+        ``entries``, if given, gets each topic's entry number appended, in order."""
         changed = 0
         # ``_prober``'s loop inlined: the call was a third of a topic's cost.
         values, index, mask, hashes, starts, names = \
@@ -178,17 +194,79 @@ class TopicTable(Generic[V]):
             else:
                 new = last_new = change(old, arg)
                 last_old, last_arg = old, arg
-            if new is old:
+            if new is not old:
+                changed += 1
+                if old is not None:
+                    values[e] = new
+                    if self._journals:
+                        self._record(topic)
+                else:
+                    self[topic] = new  # appends, and may re-index
+                    values, index, mask, hashes, starts, names = \
+                        self._values, self._index, self._mask, self._hashes, self._starts, self._names
+                    e = len(values) - 1
+            if entries is not None:
+                entries.append(e)  # -1: absent, and left so
+        return changed
+
+    def update_entries(self, entries: array, pairs: Iterable[tuple[str, A]],
+                       change: Callable[[V | None, A], V]) -> int:
+        """``update_each`` for topics whose entry numbers are known: ``entries[i]`` is
+        the entry of the i-th pair's topic, noted under this table's ``numbering`` (the
+        caller vouches that the topics are the ones noted then, in the same order, and
+        that none was absent: no -1). No
+        name is encoded, hashed or probed for: a fleet broker joining a cluster whose
+        topics another broker registered. A topic deleted since (its entry empty, or
+        never added) goes through ``update_each``."""
+        values = self._values
+        pairs = list(pairs)
+        if not self._journals and len(entries) == len(pairs):
+            olds = list(map(values.__getitem__, entries))
+            if None not in olds:
+                return self._update_runs(entries, olds, list(map(itemgetter(1), pairs)), change)
+        changed = 0
+        last_old: object = _NO_VALUE
+        last_arg: object = _NO_VALUE
+        last_new: Any = None
+        numbering, pending = self._numbering, iter(pairs)
+        for e, (topic, arg) in zip(entries, pending):
+            old = values[e] if e >= 0 else None
+            if old is None:
+                changed += self.update_each(((topic, arg),), change)
+                if self._numbering is not numbering:  # that append compacted the table
+                    return changed + self.update_each(pending, change)
                 continue
-            changed += 1
-            if old is not None:
+            if old is last_old and (arg is last_arg or arg == last_arg):
+                new = last_new
+            else:
+                new = last_new = change(old, arg)
+                last_old, last_arg = old, arg
+            if new is not old:
+                changed += 1
                 values[e] = new
                 if self._journals:
                     self._record(topic)
-            else:
-                self[topic] = new  # appends, and may re-index
-                values, index, mask, hashes, starts, names = \
-                    self._values, self._index, self._mask, self._hashes, self._starts, self._names
+        return changed
+
+    def _update_runs(self, entries: array, olds: list[Any], args: list[Any], change: Callable[[V | None, A], V]) -> int:
+        """``update_entries`` where every topic is present and no journal records: one
+        ``change`` per run of topics with the same value and an equal arg, and each run's
+        new value stored by a C loop (a fleet's topics are a few runs of one transition)."""
+        n = len(olds)
+        if not n:
+            return 0
+        if all(map(is_, olds, repeat(olds[0]))) and args.count(args[0]) == n:  # a C pass each
+            cuts = [0, n]
+        else:
+            cuts = [0, *compress(range(1, n), map(or_, map(is_not, olds[1:], olds[:-1]),
+                                                  map(ne, args[1:], args[:-1]))), n]
+        changed = 0
+        for start, stop in zip(cuts, cuts[1:]):
+            old = olds[start]
+            new = change(old, args[start])
+            if new is not old:
+                changed += stop - start
+                deque(map(self._values.__setitem__, entries[start:stop], repeat(new)), maxlen=0)
         return changed
 
     def remap(self, change: Callable[[V], V | None]) -> int:
@@ -233,6 +311,7 @@ class TopicTable(Generic[V]):
                 new_hashes.append(hashes[e])
             self._names, self._starts, self._hashes = packed, new_starts, new_hashes
             self._values = [values[e] for e in keep]
+            self._numbering = object()
         size = _MIN_INDEX
         while size * 2 < len(self._values) * 4:  # load <= 1/2 after a rebuild
             size *= 2
