@@ -15,11 +15,12 @@ SparkSession, four baselines:
 * ``decode``: every capture file read and its msgpack decoded in Python (no route
   flattened, nothing written), the least any job that reads the captures pays.
 
-It prints the job's time as a ratio to each (goals: <= 3x the routes copy, issue #16,
-and against the decode floor) and, between the sizes, time per route row (goal: linear
-growth, ratio near 1). A tiny warm-up job runs first
-so that JVM start-up and code generation are not billed to the first size; its time is
-printed, since a one-off ``mqadmin analyze`` (a new JVM each time) pays it.
+It prints the job's time, the Spark jobs it ran (each a round trip the driver waits for),
+its time as a ratio to each floor (goals: <= 3x the routes copy, issue #16, and against
+the decode floor) and, between the sizes, time per route row (goal: linear growth, ratio
+near 1). A tiny warm-up job runs first so that JVM start-up and code generation are not
+billed to the first size; its time is printed, since a one-off ``mqadmin analyze`` (a new
+JVM each time) pays it.
 
     python benchmarks/pipeline_bench.py [--sizes 1000000,4000000] [--format v1|v2] [--master local[*]] [--conf K=V ...]
 
@@ -162,9 +163,15 @@ def main() -> int:
         synth_rows[target] = synthesize(SynthPlan(caps, servers=args.servers, brokers=args.brokers, topics=args.topics,
                                                   hours=rounds * args.every / 3600, every=args.every, seed=args.seed,
                                                   version=version)).route_rows
+        # Spark jobs of the run (broadcasts included: they inherit the group), from the
+        # status tracker: each is a driver round trip the job waits for.
+        group = f"analyze-{target}"
+        spark.sparkContext.setJobGroup(group, "the analyze job")
         start = time.perf_counter()
         result = run(spark, JobOptions(str(caps), str(out)))
         job = time.perf_counter() - start
+        spark_jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+        spark.sparkContext.setJobGroup("floors", "the floors")
         routes_dir = str(out / "routes")
         rows = synth_rows[target]
         intervals = spark.read.parquet(routes_dir).count()
@@ -178,7 +185,7 @@ def main() -> int:
         results.append((rows, job, count, scan, result))
         steps = ", ".join(f"{k} {v:.1f}" for k, v in result.timings.items())
         print(f"{rows:>10,} route rows  {rounds} rounds  {intervals:,} routes rows (intervals)  job {job:6.1f} s "
-              f"({steps})  windows {result.counts.get('windows')}")
+              f"in {spark_jobs} Spark jobs ({steps})  windows {result.counts.get('windows')}")
         print(f"{'':>10}  baselines: action {action:.2f} s, read+count {count:.2f} s, full scan {scan:.2f} s, "
               f"routes copy {copy:.2f} s, decode every capture {decode:.2f} s")
         print(f"{'':>10}  job / routes copy {job / copy:.1f}x (goal <= 3x), job / decode {job / decode:.1f}x, "

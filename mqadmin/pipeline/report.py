@@ -2,9 +2,10 @@
 
 Charts are drawn by plotly in the browser; its JavaScript (about 4.5 MB) is inlined in
 the page, so the file opens offline and fetches nothing: no CDN, no fonts, no MathJax.
-Only small aggregates leave Spark, in two jobs: a row per round, per (bounds, server) of
-the disagreeing divergence rows, per duration bucket and cause, per broker event (at most
-``MAX_EVENTS``), per (date, cluster), the worst windows and the cluster and broker names.
+Only small aggregates leave Spark: a row per round, per (bounds, server) of the
+disagreeing divergence rows, per duration bucket and cause, per broker event (at most
+``MAX_EVENTS``), per (date, cluster), the worst windows and the cluster and broker names,
+in two Spark jobs (the job asks the first questions with its own: one).
 """
 
 from __future__ import annotations
@@ -50,11 +51,12 @@ def system_topic(topic: Any) -> Any:
     return cond
 
 
-def _pseudo_topics(wins: DataFrame, events: DataFrame, summary: DataFrame) -> DataFrame:
-    """Cluster and broker names seen anywhere in the history: their topics are pseudo-topics."""
+def _pseudo_topics(wins: DataFrame, events: DataFrame) -> DataFrame:
+    """Cluster and broker names of windows and broker events (with the summary's clusters:
+    every name seen in the history): their topics are pseudo-topics."""
     return (wins.select(F.explode("clusters").alias("n")).union(wins.select(F.explode("brokers").alias("n")))
             .union(events.select(F.col("broker").alias("n"))).union(events.select(F.col("cluster").alias("n")))
-            .union(summary.select(F.col("cluster").alias("n"))).where("n is not null").distinct())
+            .where("n is not null").distinct())
 
 
 def _grouped(wins: DataFrame, apart: Column) -> DataFrame:
@@ -106,18 +108,18 @@ def per_time(times: Sequence[int], held: Sequence[Mapping[str, Any]]) -> dict[tu
     return out
 
 
-def collect_report_data(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
-    """The small aggregates the page shows (plain Python values), from the tables
-    ``captures``, ``divergence``, ``windows``, ``broker_events`` and ``summary``, in two
-    Spark jobs (the second needs the pseudo-topics the first finds)."""
-    div, wins, events = frames["divergence"], frames["windows"], frames["broker_events"]
-    summary, captures = frames["summary"], frames["captures"]
+def first_questions(frames: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
+    """What the page asks of ``captures``, ``divergence``, ``windows`` and
+    ``broker_events`` before anything else (small results: tables.collect_small): a row
+    per round, per (bounds, server) of the disagreeing divergence rows, per broker event
+    (at most ``MAX_EVENTS``), and the cluster and broker names of windows and events."""
+    div, wins, events, captures = frames["divergence"], frames["windows"], frames["broker_events"], frames["captures"]
     # Per round, the inconsistent topics in all (server null) and per server outside the
     # majority: each topic counts once under null and once per server, at every round a
     # divergence row holds for. Rows with the same bounds and server are counted in
-    # Spark, spread over the rounds here (per_time).
+    # Spark, spread over the rounds on the driver (per_time).
     marks = F.explode(F.concat(F.array(F.lit(None).cast("string")), F.col("differing")))
-    first = collect_small({
+    return {
         "rounds": captures.groupBy("round").agg(
             F.min(F.when(~F.col("unreadable"), F.col("capture_ms"))).alias("capture_ms"),
             F.collect_set(F.when(~F.col("unreadable"), F.col("server"))).alias("servers")),
@@ -125,16 +127,33 @@ def collect_report_data(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
         .groupBy("valid_from_ms", "valid_to_ms", "server").count(),
         "events": (events.where("converge_s is not null").orderBy("start_ms")
                    .select("start_ms", "converge_s", "kind", "broker").limit(MAX_EVENTS)),
-        "names": _pseudo_topics(wins, events, summary),
-        "summary": summary,
-    })
+        "names": _pseudo_topics(wins, events),
+    }
+
+
+def collect_report_data(frames: Mapping[str, DataFrame], first: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+                        summary: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The small aggregates the page shows (plain Python values), from the tables
+    ``captures``, ``divergence``, ``windows``, ``broker_events`` and ``summary``.
+
+    ``first`` holds the answers to ``first_questions(frames)`` and ``summary`` the summary
+    table's rows when the caller has them already (the job asks the first with its own
+    small questions, and works out the summary itself); what is missing is asked in one
+    Spark job. The windows' aggregates, which need the pseudo-topics, take another."""
+    if first is None or summary is None:
+        asked = collect_small({**(first_questions(frames) if first is None else {}),
+                               **({"summary": frames["summary"]} if summary is None else {})})
+        first = asked if first is None else first
+        summary = asked["summary"] if summary is None else summary
+    wins = frames["windows"]
     rounds = first["rounds"]
     times = sorted(r["capture_ms"] for r in rounds if r["capture_ms"] is not None)
     counts = per_time(times, first["held"])
     bucket = F.lit(len(BUCKETS) - 1)
     for i, (bound, _) in reversed(list(enumerate(BUCKETS[:-1]))):
         bucket = F.when(F.col("duration_s") < bound, F.lit(i)).otherwise(bucket)
-    apart = system_topic(F.col("topic")) | F.col("topic").isin(sorted(r["n"] for r in first["names"]))
+    names = {r["n"] for r in first["names"]} | {s["cluster"] for s in summary if s["cluster"] is not None}
+    apart = system_topic(F.col("topic")) | F.col("topic").isin(sorted(names))
     second = collect_small({"hist": wins.groupBy(bucket.alias("bucket"), "cause").count(),
                             "grouped": _grouped(wins, apart), "per_day": _per_day(wins, apart)})
     grouped = sorted(second["grouped"], key=lambda g: (g["apart"], g["rank"]))
@@ -148,7 +167,7 @@ def collect_report_data(frames: Mapping[str, DataFrame]) -> dict[str, Any]:
         "totals": {t: n for (t, server), n in counts.items() if server is None},
         "hist": [(r["bucket"], r["cause"], r["count"]) for r in second["hist"]],
         "events": sorted(first["events"], key=lambda e: e["start_ms"]),
-        "summary": sorted(first["summary"], key=lambda r: (r["date"], r["cluster"] is not None, r["cluster"] or "")),
+        "summary": sorted(summary, key=lambda r: (r["date"], r["cluster"] is not None, r["cluster"] or "")),
         "worst": [_group(g) for g in grouped if not g["apart"]],
         "worst_system": [_group(g) for g in grouped if g["apart"]],
         "per_day": per_day[False],
@@ -327,10 +346,12 @@ def render_html(data: dict[str, Any]) -> str:
             "</body></html>")
 
 
-def write_report(out: str, frames: Mapping[str, DataFrame]) -> Path:
-    """Write OUT/report.html (OUT a local directory) from the tables in ``frames``."""
+def write_report(out: str, frames: Mapping[str, DataFrame], first: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+                 summary: Sequence[Mapping[str, Any]] | None = None) -> Path:
+    """Write OUT/report.html (OUT a local directory) from the tables in ``frames``
+    (``first``, ``summary``: as collect_report_data takes them)."""
     path = Path(out.removeprefix("file:")) / "report.html"
-    text = render_html(collect_report_data(frames))
+    text = render_html(collect_report_data(frames, first, summary))
     tmp = path.with_name(".report.html.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)

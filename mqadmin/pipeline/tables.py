@@ -175,16 +175,17 @@ def collect_small(frames: Mapping[str, DataFrame]) -> dict[str, list[dict[str, A
     trip): each frame's rows become a struct column of its own in a union, null in the
     other frames' rows. Rows come back as dicts, through Arrow (timestamps as UTC-aware
     datetimes, exact)."""
-    names = list(frames)
-    # Every field nullable, at every depth: a struct that is null in a row still has
-    # children there, and Arrow takes no null in a child it was told has none.
-    types = {name: _nullable(df.schema) for name, df in frames.items()}
-    parts = [df.select(*[(F.struct(*[df[c] for c in df.columns]) if other == name else F.lit(None))
-                         .cast(types[other]).alias(other) for other in names])
+    # A frame's column in the other frames' rows: a null of its type with every field
+    # nullable at every depth (a struct that is null in a row still has children there,
+    # and Arrow takes no null in a child it was told has none; the union's type takes the
+    # nullability of each part).
+    nulls = {name: F.lit(None).cast(_nullable(df.schema)).alias(name) for name, df in frames.items()}
+    parts = [df.select(*[F.struct(*[df[c] for c in df.columns]).alias(name) if other == name else nulls[other]
+                         for other in frames])
              for name, df in frames.items()]
-    out: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in frames}
     for row in reduce(DataFrame.union, parts).toArrow().to_pylist():
-        for name in names:
+        for name in frames:
             if row[name] is not None:
                 out[name].append(row[name])
                 break
