@@ -224,6 +224,7 @@ def test_a_broker_sending_a_table_read_before_gets_its_twin_and_the_same_table()
     first = _read(table, topics)
     assert not table.twins
     _stage_and_publish(table, "broker-a", MASTER_A, first)
+    assert first.table_key is not None
     twin = table.twins[first.table_key]
     assert twin.hashes() is table.applied_hashes("broker-a", MASTER_A) and len(twin.runs) == 2
     joining = _read(table, topics, counter=5)
