@@ -19,7 +19,7 @@ from mqnamesrv.protocol.errors import BodyDecodeError
 from mqnamesrv.protocol.frame import decode
 from mqnamesrv.protocol.register import register_body
 from mqnamesrv.protocol.table_pieces import (
-    _BLOCK, _TABLE_KEY, _common, _differing, _pieces, _read_layout, _shifted, table_changes)
+    _BLOCK, _TABLE_KEY, TwinTable, _common, _differing, _pieces, _read_layout, _shifted, table_changes)
 
 V = 409  # a 4.9.8 broker's request version
 NONE: array = array("q")
@@ -413,3 +413,63 @@ def test_re_registrations_changed_at_block_edges_report_exactly_those_topics(n: 
         got = table_changes(body(after, counter=counter), V, first.hashes)
         assert got is not None
         assert got.changed == {t: s for t, s in full(body(after)).items() if topics.get(t) != s[0]}
+
+
+# ---- first registrations answered by a twin: a table read before, by its bytes ----
+
+
+def test_a_table_read_before_is_answered_by_its_twin_and_any_other_is_read() -> None:
+    topics = {f"topic_{i:04d}": 1 + i % 3 for i in range(300)}
+    first = table_changes(body(topics), V, NONE, {})
+    assert first is not None and first.table_key is not None and first.table_key[1] > 0
+    twin = TwinTable.of(first.hashes, first.changed)
+    assert twin is not None and len(twin.runs) == 300  # shapes alternate: no run longer than one
+    twins = {first.table_key: twin}
+    # Another broker of the cluster: the same table, another DataVersion and filter servers.
+    joining = table_changes(body(topics, counter=9, filters=("f:1",)), V, NONE, twins)
+    assert joining is not None and joining.hashes is first.hashes
+    assert list(joining.changed.items()) == list(first.changed.items()) == list(full(body(topics)).items())
+    assert joining.data_version == DataVersion(9, 1_700_000_000_009) and joining.filters == ("f:1",)
+    # One queue count, one name or the order different: other bytes, read, exactly.
+    for other in ({**topics, "topic_0150": 16}, {**topics, "topic_015x": 1},
+                  dict(reversed(list(topics.items())))):
+        read = table_changes(body(other), V, NONE, twins)
+        assert read is not None and read.hashes is not first.hashes and read.table_key != first.table_key
+        assert list(read.changed.items()) == list(full(body(other)).items())
+    # A re-registration (a base) never asks the twins, and carries no key.
+    again = table_changes(body(topics, counter=10), V, first.hashes, twins)
+    assert again is not None and again.changed == {} and again.table_key is None
+
+
+def test_a_twin_goes_with_its_hashes_and_is_not_made_where_names_could_not_come_back() -> None:
+    topics = {"a": 2, "b": 2, "c": 4}
+    first = table_changes(body(topics), V, NONE)
+    assert first is not None and first.table_key is not None
+    hashes = array("Q", first.hashes)  # held by nothing else
+    twin = TwinTable.of(hashes, first.changed)
+    assert twin is not None and twin.runs == ((2, (2, 2, 6, 0)), (1, (4, 4, 6, 0)))
+    del hashes
+    assert twin.read() is None  # the registry let go of the hashes: a read, as without a twin
+    later = table_changes(body(topics, counter=2), V, NONE, {first.table_key: twin})
+    assert later is not None and later.changed == first.changed and later.hashes == first.hashes
+    shape = (8, 8, 6, 0)
+    assert TwinTable.of(array("Q", [1, 2]), {"a\0b": shape, "c": shape}) is None
+    assert TwinTable.of(array("Q", [1]), {"a": shape, "c": shape}) is None  # not a topic per piece
+    assert TwinTable.of(array("Q"), {}) is None
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(st.dictionaries(names, st.integers(1, 16), max_size=6))
+def test_whatever_the_names_a_twin_reads_as_its_table_did(topics: dict[str, int]) -> None:
+    """Names full of braces, quotes, escapes and non-ASCII: a twin, where one is made,
+    gives back exactly the read it was made from."""
+    first = table_changes(body(topics), V, NONE)
+    if first is None or first.table_key is None:
+        return
+    twin = TwinTable.of(first.hashes, first.changed)
+    if twin is None:
+        assert not topics
+        return
+    again = table_changes(body(topics, counter=3), V, NONE, {first.table_key: twin})
+    assert again is not None and again.hashes is first.hashes
+    assert list(again.changed.items()) == list(first.changed.items())

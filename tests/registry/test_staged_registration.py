@@ -10,7 +10,10 @@ from typing import Callable
 import pytest
 
 from mqnamesrv.protocol.bodies import DataVersion
+from mqnamesrv.protocol.bodies import RegisterBrokerBody, TopicConfig
 from mqnamesrv.protocol.codes import PERM_READ, PERM_WRITE
+from mqnamesrv.protocol.register import register_body
+from mqnamesrv.protocol.table_pieces import table_changes
 from mqnamesrv.registry.routes import RouteTable, StagedTopics, TopicsDiff
 from tests.registry.builders import CLUSTER, MASTER_A, MASTER_B, dv, ha_of
 
@@ -188,3 +191,56 @@ def test_a_broker_with_anothers_pieces_finds_its_topics_by_the_entries_noted_the
     assert third.noted is not None  # looked up again, and noted for the next
     _register(plain, "broker-d", "10.0.0.9:10911", topics)
     assert _state(staged_table) == _state(plain)
+
+
+def _read(table: RouteTable, topics: dict, counter: int = 1) -> TopicsDiff:
+    """A first registration's diff as the worker makes it from a real body, asking the
+    table's twins."""
+    body = register_body(RegisterBrokerBody(dv(counter), {
+        t: TopicConfig(t, r, w, perm, topic_sys_flag=flag) for t, (r, w, perm, flag) in topics.items()}, ()))
+    read = table_changes(body, 409, array("q"), table.twins)
+    assert read is not None and read.table_key is not None
+    return TopicsDiff(None, read.hashes, read.changed, read.table_key)
+
+
+def _stage_and_publish(table: RouteTable, name: str, addr: str, diff: TopicsDiff) -> StagedTopics:
+    staging = table.stage_master_topics(name, addr, 0, dv(1), diff)
+    assert staging is not None
+    with staging:
+        while not staging.step(1000):
+            pass
+        _register(table, name, addr, dict(diff.changed), staged=staging)
+    assert staging.published
+    return staging
+
+
+def test_a_broker_sending_a_table_read_before_gets_its_twin_and_the_same_table() -> None:
+    """The first broker's read is kept as a twin of its table bytes once published; a
+    broker joining with the same table is answered from it (the same shared hashes, no
+    read) and the registry ends as with plain registrations. The twin goes once no
+    broker's application holds its hashes."""
+    topics = {**_topics("c0", 2000), **_topics("c0x", 1500, (4, 4, PERM_READ, 0))}
+    table, plain = RouteTable(clock=lambda: 1_000), RouteTable(clock=lambda: 1_000)
+    first = _read(table, topics)
+    assert not table.twins
+    _stage_and_publish(table, "broker-a", MASTER_A, first)
+    assert first.table_key is not None
+    twin = table.twins[first.table_key]
+    assert twin.hashes() is table.applied_hashes("broker-a", MASTER_A) and len(twin.runs) == 2
+    joining = _read(table, topics, counter=5)
+    assert joining.hashes is twin.hashes() and list(joining.changed.items()) == list(first.changed.items())
+    _stage_and_publish(table, "broker-b", MASTER_B, joining)
+    assert list(table.twins) == [first.table_key]
+    for name, addr in (("broker-a", MASTER_A), ("broker-b", MASTER_B)):
+        _register(plain, name, addr, topics)
+    assert _state(table) == _state(plain)
+    # Both brokers move on to other tables: the hashes go, and the twin with them at the
+    # next twin noted.
+    moved = {**topics, "c0_00003": (2, 2, PERM_READ | PERM_WRITE, 0)}
+    for name, addr in (("broker-a", MASTER_A), ("broker-b", MASTER_B)):
+        _register(table, name, addr, moved, counter=7)
+    del first, joining  # the test's own hold on the hashes
+    assert twin.hashes() is None
+    other = _read(table, _topics("c1", 1200))
+    _stage_and_publish(table, "broker-c", MASTER_C, other)
+    assert list(table.twins) == [other.table_key]

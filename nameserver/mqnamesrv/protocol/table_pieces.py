@@ -30,6 +30,11 @@ SOUNDNESS: why a piece stands for its topic wherever it appears.
   with an empty table at the cut. A second ``"topicConfigTable":{`` in the head declines
   the body (a full parse keeps the last table); none is searched for in the members,
   which, all trusted, lie inside the table (a topic may be named ``topicConfigTable``).
+- A first registration's table may be answered by a ``TwinTable``: what the read of a
+  table with the same member bytes gave (same seeded 64-bit hash of them, same length:
+  the trust a piece hash gets). The read depends on those bytes only (the layout reader
+  and the parse see nothing else of the body), so its pieces and topics are that
+  read's. Only reads of a whole table, a topic per piece, become twins.
 Bodies this cannot vouch for (a ``}`` in a name, a nested value such as 5.x's
 ``attributes``, a second table) get None, and the caller parses in full. One difference
 remains: a body naming a topic twice, once in a known piece, keeps the new piece's shape
@@ -42,10 +47,12 @@ import os
 import re
 from array import array
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import add, ne
+from typing import Mapping
+from weakref import ReferenceType, ref
 
-from xxhash import xxh3_64_digest
+from xxhash import xxh3_64_digest, xxh3_64_intdigest
 
 from .bodies import DataVersion, QueueShape, _register_parts, table_shapes
 from .codes import VERSION_V3_0_11
@@ -88,12 +95,74 @@ class TableChanges:
     filters: tuple[str, ...]
     hashes: array
     changed: dict[str, QueueShape]
+    #: a first registration's table bytes, as ``TwinTable``s are keyed (None: not one)
+    table_key: tuple[int, int] | None = None
 
 
-def table_changes(body: bytes, version: int, base: array) -> TableChanges | None:
+#: (seeded xxh3 of a topic table's member bytes, their length)
+TableKey = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class TwinTable:
+    """What reading a first registration's topic table gave, kept for the next body with
+    the same table bytes: a cluster's brokers usually hold the same topics, so a broker
+    joining a cluster sends the table another broker's first registration was read from.
+
+    Equal table bytes (by ``table_key``: a seeded 64-bit hash and the length, the trust a
+    piece hash gets) read the same, so that body's pieces hash to ``hashes`` and its
+    topics are ``changed()``, with no read. Kept small: the names as one blob and the
+    shapes run-length coded (146 KB for the fleet's 10^4 topics, where the dict is 817 KB),
+    and the hashes only while the registry holds them (a weak reference to its shared
+    array)."""
+
+    names: bytes
+    runs: tuple[tuple[int, QueueShape], ...]
+    hashes: ReferenceType[array]
+
+    @classmethod
+    def of(cls, hashes: array, changed: Mapping[str, QueueShape]) -> TwinTable | None:
+        """The twin of a read that gave ``hashes`` and ``changed`` (every topic of the
+        table, one per piece); None where the blob could not give the names back (a
+        name holding the separator)."""
+        names = list(changed)
+        if len(names) != len(hashes) or not names or any(map(str.__contains__, names, repeat("\0"))):
+            return None
+        runs: list[tuple[int, QueueShape]] = []
+        for shape in changed.values():
+            if runs and runs[-1][1] == shape:
+                runs[-1] = (runs[-1][0] + 1, shape)
+            else:
+                runs.append((1, shape))
+        return cls("\0".join(names).encode("utf-8", "surrogatepass"), tuple(runs), ref(hashes))
+
+    def read(self) -> tuple[array, dict[str, QueueShape]] | None:
+        """The piece hashes and the topics, as the table's read gave them; None once the
+        registry let go of the hashes."""
+        hashes = self.hashes()
+        if hashes is None:
+            return None
+        names = self.names.decode("utf-8", "surrogatepass").split("\0")
+        shapes = list(chain.from_iterable(repeat(shape, n) for n, shape in self.runs))
+        if len(names) != len(shapes) or len(names) != len(hashes):
+            return None
+        return hashes, dict(zip(names, shapes))
+
+
+def table_key(body: bytes, opened: int, end: int) -> TableKey:
+    """``body[opened:end + 1]``'s key: 0.03 ms for a 1.5 MB table."""
+    with memoryview(body) as view:
+        return xxh3_64_intdigest(view[opened:end + 1], _SEED), end + 1 - opened
+
+
+def table_changes(body: bytes, version: int, base: array,
+                  twins: Mapping[TableKey, TwinTable] | None = None) -> TableChanges | None:
     """The topics of ``body`` whose pieces are not among ``base`` (piece hashes of the
     last application; empty for a broker's first: then every topic is in ``changed``),
-    or None when the body is not one this can split soundly."""
+    or None when the body is not one this can split soundly. A first registration whose
+    table bytes are a key of ``twins`` (read on another thread: only ``get`` is used) is
+    answered from that twin without a read; every first registration's result carries
+    its ``table_key``."""
     if version < VERSION_V3_0_11:
         return None
     start = body.find(_TABLE_KEY)
@@ -124,10 +193,14 @@ def table_changes(body: bytes, version: int, base: array) -> TableChanges | None
         data_version, table, filters, mappings = _register_parts(head, version)
         if table or mappings:
             return None
-        found = _topics(body, opened, end, base) if end >= opened else (array("Q"), {})
+        key = table_key(body, opened, end) if not base and end >= opened else None
+        twin = twins.get(key) if twins is not None and key is not None else None
+        found = twin.read() if twin is not None else None
+        if found is None:
+            found = _topics(body, opened, end, base) if end >= opened else (array("Q"), {})
     except (ValueError, AttributeError, BodyDecodeError):
         return None
-    return None if found is None else TableChanges(data_version, filters, found[0], found[1])
+    return None if found is None else TableChanges(data_version, filters, found[0], found[1], key)
 
 
 def _topics(body: bytes, opened: int, end: int, base: array) -> tuple[array, dict[str, QueueShape]] | None:

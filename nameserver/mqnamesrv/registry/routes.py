@@ -18,6 +18,7 @@ from ..protocol.bodies import (
     BrokerData, ClusterInfo, DataVersion, QueueData, QueueShape, TopicQueueMappingInfo, TopicRouteData,
 )
 from ..protocol.javahash import hashmap_order
+from ..protocol.table_pieces import TableKey, TwinTable
 from ..protocol.codes import FLAG_UNIT, FLAG_UNIT_SUB, MASTER_ID, PERM_READ, PERM_WRITE
 from .clock import Clock, system_clock
 from .topic_table import TopicTable
@@ -99,6 +100,8 @@ class TopicsDiff:
     base: array | None
     hashes: array
     changed: Mapping[str, QueueShape]
+    #: a first registration's table bytes (``table_pieces.table_key``; None: not known)
+    table_key: TableKey | None = None
 
     @classmethod
     def of(cls, topics: Mapping[str, QueueShape], base: array | None) -> TopicsDiff:
@@ -318,6 +321,10 @@ class RouteTable:
         #: by checksum as above: a shared hash array of a first registration's pieces, the
         #: table numbering and the entries its topics had when applied (``_note_entries``)
         self._entry_notes: dict[int, tuple[ref[array], object, array]] = {}
+        #: what first registrations' tables read as, by their bytes, while their shared
+        #: hash arrays live: a broker joining a cluster sends one of them, and its worker
+        #: then reads nothing (``table_pieces.TwinTable``). Read by worker threads (get).
+        self.twins: dict[TableKey, TwinTable] = {}
         #: 4.x slave address -> the key of the body it last registered with: 4.9.8 ignores
         #: a slave's topics, so the same body again (bar the DataVersion) changes nothing
         self._slave_bodies: dict[str, bytes] = {}
@@ -594,6 +601,8 @@ class RouteTable:
             noted = staged.noted
             if noted is not None and table.numbering is staged.numbering and (not noted or min(noted) >= 0):
                 self._note_entries(shared, staged.numbering, noted)
+            if staged.diff.table_key is not None and _notable(staged.diff):
+                self._note_twin(staged.diff.table_key, shared, staged.diff.changed)
             return
         if diff is None or diff.base is not base:
             diff = TopicsDiff.of(topics, base)
@@ -609,6 +618,16 @@ class RouteTable:
         for key in [key for key, note in self._entry_notes.items() if note[0]() is None]:
             del self._entry_notes[key]
         self._entry_notes[zlib.crc32(shared)] = (ref(shared), numbering, entries)
+
+    def _note_twin(self, key: TableKey, shared: array, changed: Mapping[str, QueueShape]) -> None:
+        """Keep what a first registration's table read as, unless kept already; twins
+        whose hash arrays are gone go (146 KB a 10^4-topic table)."""
+        for gone in [k for k, twin in self.twins.items() if twin.hashes() is None]:
+            del self.twins[gone]
+        if key not in self.twins:
+            twin = TwinTable.of(shared, changed)
+            if twin is not None:
+                self.twins[key] = twin
 
     def _entries_noted(self, diff: TopicsDiff, numbering: object) -> array | None:
         """The entries noted for ``diff``'s pieces under ``numbering`` (None: none)."""

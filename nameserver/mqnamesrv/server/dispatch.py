@@ -13,7 +13,7 @@ import logging
 import struct
 from array import array
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Hashable, Sequence, Union
+from typing import Any, Callable, Hashable, Mapping, Sequence, Union
 
 from zlib_ng.zlib_ng import crc32
 
@@ -30,7 +30,7 @@ from ..protocol.command import RemotingCommand
 from ..protocol.compressed import decode_compressed
 from ..protocol.errors import BodyDecodeError
 from ..protocol.header import encode_json_header
-from ..protocol.table_pieces import table_changes
+from ..protocol.table_pieces import TableKey, TwinTable, table_changes
 from ..registry.config import ConfigError, NamesrvConfig, parse_allow_list, parse_properties
 from ..registry.kv import KVStore
 from ..registry.route5 import SYNC_BROKER_MEMBER_GROUP_PREFIX, ZONE_MODE, ZONE_NAME, filter_by_zone, requested_zone, \
@@ -148,19 +148,21 @@ _NO_PIECES = array("q")
 
 
 def decode_register_safely(cmd: RemotingCommand, known: tuple[bytes, DataVersion] | None, base: Any = None,
-                           master: bool = False, *, max_inflated: int, max_topics: int
-                           ) -> RegisterParts | BodyDecodeError:
+                           master: bool = False, *, max_inflated: int, max_topics: int,
+                           twins: Mapping[TableKey, TwinTable] | None = None) -> RegisterParts | BodyDecodeError:
     """``decode_register`` for a worker thread, plus (for a master) the diff of its topics
     against ``base`` (``RouteTable.applied_hashes`` when the job was made): a refused
-    body comes back as a value, to be raised where the request is answered."""
+    body comes back as a value, to be raised where the request is answered. ``twins``:
+    ``RouteTable.twins``, for a first registration with a table read before."""
     if master and not _flag(cmd, "compressed") and cmd.ext_get("enableActingMaster") is None:
         # 4.x: parse only the changed topics; a first registration (no base) parses them
         # all, but records piece hashes, which its next re-registration is diffed against.
-        changes = table_changes(cmd.body, cmd.version, _NO_PIECES if base is None else base)
+        changes = table_changes(cmd.body, cmd.version, _NO_PIECES if base is None else base, twins)
         if changes is not None and len(changes.hashes) <= max_topics:
             key = known[0] if known is not None and known[1] == changes.data_version else None
             return RegisterParts(key, changes.data_version, changes.changed, changes.filters, {},
-                                 TopicsDiff(base, changes.hashes, changes.changed), partial=base is not None)
+                                 TopicsDiff(base, changes.hashes, changes.changed, changes.table_key),
+                                 partial=base is not None)
     try:
         parts = decode_register(cmd, known, max_inflated=max_inflated, max_topics=max_topics)
     except BodyDecodeError as exc:
@@ -278,7 +280,8 @@ class Processor:
             return None
         base = self.routes.applied_hashes(name, addr) if master else None  # type: ignore[arg-type]
         limits = self._body_limits()
-        return lambda: decode_register_safely(cmd, known, base, master, **limits)
+        twins = self.routes.twins if master and base is None else None
+        return lambda: decode_register_safely(cmd, known, base, master, **limits, twins=twins)
 
     def stage_register(self, cmd: RemotingCommand, decoded: RegisterParts | BodyDecodeError | None
                        ) -> StagedTopics | None:
