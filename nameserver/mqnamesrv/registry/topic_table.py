@@ -216,37 +216,16 @@ class TopicTable(Generic[V]):
         caller vouches that the topics are the ones noted then, in the same order, and
         that none was absent: no -1). No
         name is encoded, hashed or probed for: a fleet broker joining a cluster whose
-        topics another broker registered. A topic deleted since (its entry empty, or
-        never added) goes through ``update_each``."""
-        values = self._values
+        topics another broker registered. Where a journal records, or a topic was
+        deleted since (its entry empty, or never added), every topic goes through
+        ``update_each``."""
         pairs = list(pairs)
         if not self._journals and len(entries) == len(pairs):
-            olds = list(map(values.__getitem__, entries))
+            olds = list(map(self._values.__getitem__, entries))
             if None not in olds:
                 return self._update_runs(entries, olds, list(map(itemgetter(1), pairs)), change)
-        changed = 0
-        last_old: object = _NO_VALUE
-        last_arg: object = _NO_VALUE
-        last_new: Any = None
-        numbering, pending = self._numbering, iter(pairs)
-        for e, (topic, arg) in zip(entries, pending):
-            old = values[e] if e >= 0 else None
-            if old is None:
-                changed += self.update_each(((topic, arg),), change)
-                if self._numbering is not numbering:  # that append compacted the table
-                    return changed + self.update_each(pending, change)
-                continue
-            if old is last_old and (arg is last_arg or arg == last_arg):
-                new = last_new
-            else:
-                new = last_new = change(old, arg)
-                last_old, last_arg = old, arg
-            if new is not old:
-                changed += 1
-                values[e] = new
-                if self._journals:
-                    self._record(topic)
-        return changed
+        # A journal records, or a topic was deleted since: each looked up (rare).
+        return self.update_each(pairs, change)
 
     def _update_runs(self, entries: array, olds: list[Any], args: list[Any], change: Callable[[V | None, A], V]) -> int:
         """``update_entries`` where every topic is present and no journal records: one
