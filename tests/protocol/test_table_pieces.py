@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from xxhash import xxh3_64_intdigest
 
 from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
 from mqnamesrv.protocol.codes import RequestCode
@@ -19,7 +20,8 @@ from mqnamesrv.protocol.errors import BodyDecodeError
 from mqnamesrv.protocol.frame import decode
 from mqnamesrv.protocol.register import register_body
 from mqnamesrv.protocol.table_pieces import (
-    _BLOCK, _TABLE_KEY, TwinTable, _common, _differing, _pieces, _read_layout, _shifted, table_changes)
+    _BLOCK, _SEED, _TABLE_KEY, PieceHashes, TwinTable, _common, _differing, _pieces, _read_layout, _shifted,
+    table_changes)
 
 V = 409  # a 4.9.8 broker's request version
 NONE: array = array("q")
@@ -473,3 +475,101 @@ def test_whatever_the_names_a_twin_reads_as_its_table_did(topics: dict[str, int]
     again = table_changes(body(topics, counter=3), V, NONE, {first.table_key: twin})
     assert again is not None and again.hashes is first.hashes
     assert list(again.changed.items()) == list(first.changed.items())
+
+
+# ---- the walk: a re-registration against the blocks of the one before ----
+
+def walked_base(topics: list[tuple[str, Shape]]) -> PieceHashes:
+    """The piece hashes a broker's re-registration leaves (they carry blocks), as a
+    broker re-registering every 30 s meets them."""
+    first = table_changes(shaped_body(topics, 1), V, NONE)
+    assert first is not None
+    again = table_changes(shaped_body(topics, 2), V, first.hashes)
+    assert again is not None and again.changed == {}
+    assert isinstance(again.hashes, PieceHashes) and again.hashes.blocks is not None
+    return again.hashes
+
+
+def assert_blocks_describe(data: bytes, hashes: PieceHashes) -> None:
+    """Each block is where the blocks before it end, its bytes hash to it and a "}" closes
+    it, it holds its count of pieces, and together they cover the table exactly."""
+    blocks = hashes.blocks
+    assert blocks is not None
+    opened = data.index(_TABLE_KEY) + len(_TABLE_KEY)
+    spot = opened
+    for h, length, count in zip(blocks.hashes, blocks.lengths, blocks.counts):
+        span = data[spot:spot + length]
+        assert count >= 1 and data[spot + length] == ord("}") and span.count(b"}") == count - 1
+        assert xxh3_64_intdigest(span, _SEED) == h
+        spot += length + 1
+    assert data[spot] == ord("}") and sum(blocks.counts) == len(hashes)  # the table's own "}"
+
+
+many_topics = st.lists(st.tuples(plain_names, shapes), min_size=20, max_size=160,
+                       unique_by=lambda topic: topic[0])
+
+
+@settings(max_examples=120, deadline=None, database=None)
+@given(many_topics, st.lists(edits, min_size=1, max_size=5))
+def test_a_walked_re_registration_finds_what_the_whole_split_finds(start: list[tuple[str, Shape]],
+                                                                 rounds: list[list]) -> None:
+    """Round after round against the blocks the last round left: the same piece hashes
+    and exactly the topics whose config is new or changed (moved topics known, across
+    blocks too), as the whole table split against the same hashes without blocks; and
+    the blocks left describe the body."""
+    topics = start
+    base = walked_base(topics)
+    for n, steps in enumerate(rounds, 3):
+        before, topics = dict(topics), edited(topics, steps)
+        data = shaped_body(topics, n)
+        got = table_changes(data, V, base)
+        whole = table_changes(data, V, array("Q", base))
+        assert got is not None and whole is not None
+        assert got.hashes == whole.hashes and got.changed == whole.changed
+        expected = full(data)
+        assert got.changed == {t: expected[t] for t, shape in topics if before.get(t) != shape}
+        assert isinstance(got.hashes, PieceHashes)
+        assert_blocks_describe(data, got.hashes)
+        base = got.hashes
+
+
+def test_a_walk_splits_only_the_blocks_that_changed() -> None:
+    """1% of 2,000 topics renamed in place: exactly those are reported, and the blocks of
+    the unchanged topics are the base's own."""
+    topics = [(f"topic_{i:04d}", (8, 6, 0)) for i in range(2000)]
+    base = walked_base(topics)
+    renamed = [(f"{name}_r" if i % 100 == 7 else name, shape) for i, (name, shape) in enumerate(topics)]
+    data = shaped_body(renamed, 3)
+    got = table_changes(data, V, base)
+    assert got is not None and set(got.changed) == {f"topic_{i:04d}_r" for i in range(7, 2000, 100)}
+    assert isinstance(got.hashes, PieceHashes) and got.hashes.blocks is not None and base.blocks is not None
+    kept = sum(map(int.__eq__, got.hashes.blocks.hashes, base.blocks.hashes))
+    assert kept == len(base.blocks.hashes) - 20  # one block per renamed topic changed
+    assert_blocks_describe(data, got.hashes)
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(many_topics, raw_junk, st.integers(0, 10**6))
+def test_a_walked_re_registration_with_junk_spliced_anywhere_is_declined_or_exact(
+        topics: list[tuple[str, Shape]], extra: bytes, at: int) -> None:
+    """Bytes inserted anywhere in a body walked against blocks: declined where the whole
+    split declines it, else what the whole split finds (a found block's bytes are the
+    base's; anything else is split, hashed and parsed), which applied over the topics
+    before gives the full parse's."""
+    base = walked_base(topics)
+    data = shaped_body(topics, 3)
+    at = at % (len(data) + 1)
+    spliced = data[:at] + extra + data[at:]
+    got = table_changes(spliced, V, base)
+    whole = table_changes(spliced, V, array("Q", base))
+    try:
+        dv, expected, filters, mappings = RegisterBrokerBody.decode_queues_mapped(spliced, V)
+    except BodyDecodeError:
+        assert got is None and whole is None
+        return
+    assert (got is None) == (whole is None)
+    if got is not None and whole is not None:
+        assert not mappings and (got.data_version, got.filters) == (dv, filters)
+        assert got.changed == whole.changed and got.hashes == whole.hashes
+        applied = {**{t: (n, n, perm, flag) for t, (n, perm, flag) in topics}, **got.changed}
+        assert {t: applied[t] for t in expected} == expected

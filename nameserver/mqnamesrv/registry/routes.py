@@ -18,7 +18,7 @@ from ..protocol.bodies import (
     BrokerData, ClusterInfo, DataVersion, QueueData, QueueShape, TopicQueueMappingInfo, TopicRouteData,
 )
 from ..protocol.javahash import hashmap_order
-from ..protocol.table_pieces import TableKey, TwinTable
+from ..protocol.table_pieces import PieceHashes, TableKey, TwinTable
 from ..protocol.codes import FLAG_UNIT, FLAG_UNIT_SUB, MASTER_ID, PERM_READ, PERM_WRITE
 from .clock import Clock, system_clock
 from .topic_table import TopicTable
@@ -643,10 +643,15 @@ class RouteTable:
         """``hashes``, or an equal array another application holds already. An array
         only ever stands for its content (a diff against it is sound wherever the table
         holds every pair it hashes, which ``_applied`` being cleared on other writes
-        keeps true), so equal ones are interchangeable; ~25 us for 10^4 topics."""
+        keeps true), so equal ones are interchangeable; ~25 us for 10^4 topics. Equal
+        piece hashes are equal table bytes, so the blocks worked out for one serve the
+        other (``table_pieces.PieceHashes``): the kept array takes them if it has none."""
         key = zlib.crc32(hashes)
         known = self._hash_arrays.get(key)
         if known is not None and known == hashes:
+            blocks = getattr(hashes, "blocks", None)
+            if blocks is not None and isinstance(known, PieceHashes) and known.blocks is None:
+                known.blocks = blocks
             return known
         self._hash_arrays[key] = hashes
         return hashes
