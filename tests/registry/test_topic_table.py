@@ -174,3 +174,35 @@ def test_an_update_by_noted_entries_equals_one_by_lookups(pairs: list[tuple[str,
     assert list(by_entries.items()) == list(by_lookup.items())
     if watched:
         assert journals[0] == journals[1]
+
+
+def test_new_topics_appended_by_update_each_across_rebuilds_are_counted_indexed_and_journaled() -> None:
+    """update_each appends new topics itself (one probe each): across the index growing
+    and a compaction of deleted entries mid-way, every topic is found, counted, noted at
+    its entry and recorded by a journal, as ``table[topic] = value`` one by one does."""
+    table: TopicTable[int] = TopicTable()
+    plain: TopicTable[int] = TopicTable()
+    for i in range(20):
+        table[f"old{i}"] = plain[f"old{i}"] = i
+    for i in range(0, 20, 4):  # deleted entries stay until a rebuild compacts them
+        del table[f"old{i}"]
+        del plain[f"old{i}"]
+    journal = table.watch()
+    numbering = table.numbering
+    pairs = [(f"new{i}", i) for i in range(200)] + [("old0", 7), ("old1", 1), ("old2", 9)]
+    assert table.update_each(pairs, lambda old, arg: arg if old != arg else old) == 202
+    for topic, value in pairs:
+        plain[topic] = value
+    assert table.numbering is not numbering  # compacted mid-way: entries were renumbered
+    assert list(table.items()) == list(plain.items()) and len(table) == len(plain) == 216
+    assert all(table.get(t) == v for t, v in pairs) and table.get("old4") is None
+    assert list(journal) == [t for t, _ in pairs if t != "old1"]
+    # with nothing to compact, the entries noted are where the topics are
+    entries = array("i")
+    more = [(f"more{i}", i) for i in range(300)]
+    numbering = table.numbering
+    assert table.update_each(more, lambda old, arg: arg, entries) == 300
+    assert table.numbering is numbering
+    again: TopicTable[int] = table.copy()
+    assert again.update_entries(entries, [(t, v + 1) for t, v in more], lambda old, arg: arg) == 300
+    assert all(again.get(t) == v + 1 for t, v in more) and len(again) == 516

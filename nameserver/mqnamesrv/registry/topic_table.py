@@ -179,34 +179,53 @@ class TopicTable(Generic[V]):
         last_old: object = _NO_VALUE
         last_arg: object = _NO_VALUE
         last_new: Any = None
-        for topic, arg in pairs:
-            key, h = topic.encode("utf-8", "surrogatepass"), hash(topic)
-            i = h & mask
-            e = index[i]
-            while e != _EMPTY:
-                if hashes[e] == h and starts[e + 1] - starts[e] == len(key) and names.startswith(key, starts[e]):
-                    break
-                i = (i + 1) & mask
+        added = 0  # new entries not yet counted in _live
+        try:
+            for topic, arg in pairs:
+                key, h = topic.encode("utf-8", "surrogatepass"), hash(topic)
+                i = h & mask
                 e = index[i]
-            old = None if e == _EMPTY else values[e]
-            if old is last_old and (arg is last_arg or arg == last_arg):
-                new = last_new  # consecutive topics mostly share their value and argument
-            else:
-                new = last_new = change(old, arg)
-                last_old, last_arg = old, arg
-            if new is not old:
-                changed += 1
-                if old is not None:
-                    values[e] = new
+                while e != _EMPTY:
+                    if hashes[e] == h and starts[e + 1] - starts[e] == len(key) and names.startswith(key, starts[e]):
+                        break
+                    i = (i + 1) & mask
+                    e = index[i]
+                old = None if e == _EMPTY else values[e]
+                if old is last_old and (arg is last_arg or arg == last_arg):
+                    new = last_new  # consecutive topics mostly share their value and argument
+                else:
+                    new = last_new = change(old, arg)
+                    last_old, last_arg = old, arg
+                if new is not old:
+                    changed += 1
                     if self._journals:
                         self._record(topic)
-                else:
-                    self[topic] = new  # appends, and may re-index
-                    values, index, mask, hashes, starts, names = \
-                        self._values, self._index, self._mask, self._hashes, self._starts, self._names
-                    e = len(values) - 1
-            if entries is not None:
-                entries.append(e)  # -1: absent, and left so
+                    if old is not None:
+                        values[e] = new
+                    else:
+                        # Absent, or deleted (its entry stays until a compaction): a new entry at
+                        # the end, indexed at the slot the probe stopped on, as ``__setitem__``
+                        # does; inlined, a broker's first registration of 10^4 new topics
+                        # encodes, hashes and probes each name once, not twice.
+                        e = len(values)
+                        names += key
+                        starts.append(len(names))
+                        hashes.append(h)
+                        values.append(new)
+                        index[i] = e
+                        added += 1
+                        if len(values) * 3 >= len(index) * 2:
+                            self._live, added = self._live + added, 0
+                            self._rebuild()  # may compact (renumbering) and re-index
+                            values, index, mask, hashes, starts, names = \
+                                self._values, self._index, self._mask, self._hashes, self._starts, self._names
+                            e = len(values) - 1
+                if entries is not None:
+                    entries.append(e)  # -1: absent, and left so
+        finally:  # counted however the loop ends
+            if added:
+                self._live += added
+                self._layout += 1
         return changed
 
     def update_entries(self, entries: array, pairs: Iterable[tuple[str, A]],
