@@ -573,3 +573,19 @@ def test_a_walked_re_registration_with_junk_spliced_anywhere_is_declined_or_exac
         assert got.changed == whole.changed and got.hashes == whole.hashes
         applied = {**{t: (n, n, perm, flag) for t, (n, perm, flag) in topics}, **got.changed}
         assert {t: applied[t] for t in expected} == expected
+
+
+def test_a_first_registration_leaves_blocks_so_the_first_change_walks() -> None:
+    """Brokers re-register unchanged between changes (not read at all): the first change
+    after a first registration walks the blocks that registration left."""
+    topics = [(f"topic_{i:04d}", (8, 6, 0)) for i in range(500)]
+    data = shaped_body(topics, 1)
+    first = table_changes(data, V, NONE)
+    assert first is not None and isinstance(first.hashes, PieceHashes)
+    assert_blocks_describe(data, first.hashes)
+    changed = [(name, (4, 6, 0) if i == 250 else shape) for i, (name, shape) in enumerate(topics)]
+    again = table_changes(shaped_body(changed, 2), V, first.hashes)
+    assert again is not None and again.changed == {"topic_0250": (4, 4, 6, 0)}
+    assert isinstance(again.hashes, PieceHashes) and again.hashes.blocks is not None
+    assert first.hashes.blocks is not None
+    assert sum(map(int.__ne__, again.hashes.blocks.hashes, first.hashes.blocks.hashes)) == 1  # one block split

@@ -224,15 +224,19 @@ def _topics(body: bytes, opened: int, end: int, base: array) -> tuple[array, dic
     if not base:
         read = _read_layout(body, opened, end + 1)
         if read is not None:
-            return _hashed(read[0]), read[1]
+            hashes = _hashed(read[0])
+            # Blocks for the broker's next registration that changes anything (the ones
+            # between, unchanged, are not read at all): ~0.7 ms for 10^4 topics.
+            hashes.blocks = _blocks(read[0], body, opened, True)
+            return hashes, read[1]
     walked = _walk(body, opened, end, base) if base else None
     if walked is not None:
         hashes, new = walked
     else:
         pieces = _pieces(body, opened, end)
         hashes = _hashed(pieces)
-        if base:  # a re-registration: the next one can walk this table's blocks
-            hashes.blocks = _blocks(pieces, body, opened, True)
+        hashes.blocks = _blocks(pieces, body, opened, True)  # the next re-registration walks them
+        if base:
             new = _new_pieces(pieces, hashes, base)
         del pieces
     if not base:  # a first registration not in the layout: the table the pieces form, parsed
