@@ -121,7 +121,8 @@ def fleet(namesrv: NamesrvOpt = None, conns: ConnsOpt = 16, inflight: InflightOp
                                                 "every 5 s by default, may give memory back).")] = 6.0,
           output: OutputOpt = Output.table) -> None:
     """RocketMQ's JMH route-benchmark fleet (4 clusters x 8 brokers, 40,000 topics): first
-    registration, bumped re-registration (unchanged, 1% changed), route p50/p99 quiet and
+    registration (a broker joining a cluster, and the first broker of a new cluster),
+    bumped re-registration (unchanged, 1% changed), route p50/p99 quiet and
     while one broker re-registers back to back, the longest stall of a lone request, route
     CPU per request against an echo floor, memory growth (when the process is known)."""
     _measure(namesrv, output, lambda addr, pid, say: runs.run(runs.bench_fleet(

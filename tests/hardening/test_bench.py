@@ -91,7 +91,8 @@ def test_bench_fleet_against_another_name_server(start_namesrv: Callable[..., Na
     out = bench("fleet", "-n", ours.addr, "--vs", theirs.addr, "--vs-pid", str(theirs.proc.pid),  # type: ignore[union-attr]
                 "--requests", "2000", "--repeat", "1", "--conns", "2", "--inflight", "4", "--settle", "0.2")
     for side in (out["ours"], out["vs"]):
-        assert side["register_first_ms"] > 0 and side["reregister_unchanged_ms"] > 0
+        assert side["register_first_ms"] > 0 and side["register_first_new_cluster_ms"] > 0
+        assert side["reregister_unchanged_ms"] > 0
         assert side["reregister_1pct_changed_ms"] > 0 and side["longest_stall_ms"] > 0
         assert side["route_quiet"]["requests"] == side["route_under_churn"]["requests"] == 2000
     assert out["ours"]["rss_growth_mb"] is None  # -n: ours is not our child here
@@ -99,7 +100,8 @@ def test_bench_fleet_against_another_name_server(start_namesrv: Callable[..., Na
     assert out["ours"]["rss_growth_at_once_mb"] is None
     # CPU a request, first pass and the same queries again: only where the process is known
     assert out["vs"]["route_cpu_us_per_request_again"] > 0 and out["ours"]["route_cpu_us_per_request_again"] is None
-    assert set(out["ratios"]) >= {"register_first", "reregister_unchanged", "reregister_1pct_changed",
+    assert set(out["ratios"]) >= {"register_first", "register_first_new_cluster", "reregister_unchanged",
+                                  "reregister_1pct_changed",
                                   "route_p99_under_churn", "longest_stall"}
     assert out["ratios"]["register_first"] > 0
     assert out["protocol_echo"]["requests"] == 2000 and out["protocol_echo"]["cpu_us_per_request"] >= 0
