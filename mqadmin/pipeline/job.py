@@ -40,15 +40,18 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
+
+import pyarrow as pa
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
 
 from mqadmin.diff import STRATEGIES
-from mqadmin.pipeline import chains, rounds, session, summary, tables, topics
+from mqadmin.pipeline import chains, presence, rounds, session, summary, tables, topics
 from mqadmin.pipeline.progress import StepProgress
 from mqadmin.pipeline.session import computed_once
 from mqadmin.pipeline.schema import SUFFIX, SUFFIX_V2
@@ -109,6 +112,15 @@ def _chains(spark: SparkSession, opts: JobOptions) -> DataFrame:
                                                                       from_arrow_schema(chains.KEYED))
     return out.unionByName(keyed.repartition("chain").sortWithinPartitions("chain", "round", "path")
                            .mapInArrow(read, out_schema))
+
+
+def _driver_frame(spark: SparkSession, rows: Sequence[dict[str, Any]], ddl: str) -> DataFrame:
+    """Rows worked out on the driver as a one-partition DataFrame of the table schema
+    ``ddl``, through Arrow: the JVM reads them with no Python worker (a list of rows goes
+    through one at every action: twice the time of writing a small table)."""
+    schema = StructType.fromDDL(ddl)
+    assert isinstance(schema, StructType)
+    return spark.createDataFrame(pa.Table.from_pylist(list(rows), schema=to_arrow_schema(schema, timezone="UTC"))).coalesce(1)
 
 
 def _listing(spark: SparkSession, src: str, glob: str) -> DataFrame:
@@ -319,35 +331,40 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     wins = computed_once(tables.windows(judged.where(F.col("window").isNotNull()).select("window.*")).coalesce(1))
     _write(wins, out, "windows", dates)
     step("windows")
-    pres = computed_once(tables.presence(captures, rounds_df).coalesce(1))
-    _write(tables.brokers(pres), out, "brokers", dates)
-    events = computed_once(tables.broker_events(pres, rounds_df).coalesce(1))
+    # From the captures' cluster info the driver has read already: Spark only writes them.
+    pres = presence.presence(files, round_rows)
+    _write(_driver_frame(spark, presence.brokers(pres), presence.BROKERS), out, "brokers", dates)
+    event_rows = presence.broker_events(pres, round_rows)
+    events = _driver_frame(spark, event_rows, presence.BROKER_EVENTS)
     _write(events, out, "broker_events", dates)
     step("brokers")
     # The summary's inputs, the run's counts and the report's first questions, all
-    # small, in one Spark job; the rest on the driver (summary.py, report.py).
+    # small, in one Spark job; the rest on the driver (summary.py, report.py), which
+    # holds the captures' and the broker events' rows already.
     page = opts.report and ("://" not in out or out.startswith("file:"))  # the page goes to a local OUT only
     frames = {"captures": captures.where(readable), "divergence": bad, "windows": wins, "broker_events": events}
     sweep = judged.where(F.col("sweep").isNotNull()).select("sweep.*").coalesce(1)
-    questions = {**summary.aggregates(sweep, wins, events), "inconsistent": bad.agg(F.sum("rounds").alias("n")),
+    questions = {**summary.aggregates(sweep, wins), "inconsistent": bad.agg(F.sum("rounds").alias("n")),
                  "windows": wins.agg(F.count("*").alias("n"))}
     if page:
         from mqadmin.pipeline import report
 
-        questions.update({f"report_{name}": q for name, q in report.first_questions(frames).items()})
+        questions.update(report_held=report.held(bad), report_names=report.window_names(wins))
     with temporary_conf(spark, SMALL_RESULTS):
         got = tables.collect_small(questions)
-        rows = summary.summary_rows(round_rows, files, got)
-        _write(spark.createDataFrame(rows, summary.SUMMARY), out, "summary", dates)
+        rows = [dict(zip(summary.COLUMNS, r))
+                for r in summary.summary_rows(round_rows, files, {**got, "conv": summary.converged(event_rows)})]
+        _write(_driver_frame(spark, rows, summary.SUMMARY), out, "summary", dates)
         result.counts.update(rounds=seen.rounds, captures=seen.captures,
                              inconsistent=int(got["inconsistent"][0]["n"] or 0), windows=int(got["windows"][0]["n"]))
         step("summary")
         if page:
             echo("report: drawing")
-            first = {name.removeprefix("report_"): answer for name, answer in got.items() if name.startswith("report_")}
-            result.report = report.write_report(out, frames, first, [dict(zip(summary.COLUMNS, r)) for r in rows])
+            first = report.driver_answers(files, event_rows)
+            first = {**first, "held": got["report_held"], "names": first["names"] + got["report_names"]}
+            result.report = report.write_report(out, frames, first, rows)
             step("report")
-    for df in (captures, route_rows, judged, wins, pres, events):
+    for df in (captures, route_rows, judged, wins):
         df.unpersist()
     return result
 
