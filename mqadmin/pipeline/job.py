@@ -27,7 +27,9 @@ Steps (stderr says which one runs):
 
 No task grows with the number of rounds: the work splits by chain, then by topic.
 Every table is partitioned by ``date`` and written with dynamic partition overwrite, so
-running the job again replaces exactly the dates it covers. Imports are absolute so that
+running the job again replaces exactly the dates it covers. The writes run one after
+another in a thread of their own while the driver goes on (``Writes``): a step's time
+(``JobResult.timings``) leaves out the writes of its tables that overlap the next steps. Imports are absolute so that
 the file also runs as a script under spark-submit.
 """
 
@@ -37,6 +39,7 @@ import argparse
 import sys
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,7 +47,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
 
-from pyspark import StorageLevel
+from pyspark import StorageLevel, inheritable_thread_target
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
@@ -177,6 +180,37 @@ def _write(df: DataFrame, out: str, name: str, clear: Sequence[str] = ()) -> Non
         df.limit(0).drop("date").write.mode("overwrite").parquet(f"{out}/{name}/date={clear[0]}")
 
 
+class Writes:
+    """Table writes run one after another in a thread of their own while the driver goes
+    on with the next step: at 1 M route rows the small steps after the per-topic pass are
+    mostly the driver planning one Spark job after another, and a write's tasks and the
+    next step's planning can share the two cores. The thread keeps the caller's Spark job
+    group and local properties (``inheritable_thread_target``). ``wait`` raises a failed
+    write's error; leaving the block waits for the writes under way (a Ctrl-C has
+    cancelled their Spark jobs)."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mqadmin-write")
+        self._pending: list[Future[None]] = []
+
+    def write(self, df: DataFrame, out: str, name: str, clear: Sequence[str] = ()) -> None:
+        """``_write(df, out, name, clear)``, after the writes asked before."""
+        self._pending.append(self._pool.submit(inheritable_thread_target(self._spark)(_write), df, out, name, clear))
+
+    def wait(self) -> None:
+        """Until every write asked so far is done; the first failure raised."""
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
+
+    def __enter__(self) -> Writes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _clear(df: DataFrame, table: str, dates: Sequence[str]) -> None:
     """Remove the partitions of ``dates`` from ``table`` before ``df`` is written to it.
 
@@ -242,11 +276,11 @@ def run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None] = lam
     if opts.strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {opts.strategy!r}; expected one of {sorted(STRATEGIES)}")
     configure(spark)
-    with temporary_conf(spark, job_conf(spark)):
-        return _run(spark, opts, echo)
+    with temporary_conf(spark, job_conf(spark)), Writes(spark) as writes:
+        return _run(spark, opts, echo, writes)
 
 
-def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> JobResult:
+def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], writes: Writes) -> JobResult:
     result = JobResult()
     out = opts.out.rstrip("/")
     clock = time.perf_counter()
@@ -267,7 +301,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     # scan of its rows, not as the chain pass again.
     captures = computed_once(tables.captures(chained.where(F.col("capture").isNotNull()).select("capture.*"))
                              .coalesce(1))
-    _write(captures, out, "captures")
+    writes.write(captures, out, "captures")
     # What the driver needs of the captures, read once (a row per file): the rounds, the
     # per-topic pass's timeline, the summary's clusters, and the dates of readable
     # captures (an unreadable file in a round without a readable one carries its mtime,
@@ -306,7 +340,8 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
             .repartition("topic").sortWithinPartitions("topic", "server", "from_seq")
             .mapInArrow(judge, from_arrow_schema(topics.TOPIC_OUT)))
     chained.unpersist()  # all of it is in captures, route_rows and judged now
-    _write(tables.routes(judged.where(F.col("fact").isNotNull()).select("fact.*"), route_rows), out, "routes", dates)
+    writes.write(tables.routes(judged.where(F.col("fact").isNotNull()).select("fact.*"), route_rows), out, "routes",
+                 dates)
     step("routes")
 
     # 3. divergence: the per-topic pass's segments and the cluster-wide comparison per round
@@ -317,7 +352,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
                    .mapInArrow(topics.map_cluster(timeline, opts.consumers, opts.strategy),
                                from_arrow_schema(topics.DIVERGENCE)))
         by_topic = tables.divergence(judged.where(F.col("divergence").isNotNull()).select("divergence.*"))
-        _write(by_topic.unionByName(tables.divergence(cluster)), out, "divergence", dates)
+        writes.write(by_topic.unionByName(tables.divergence(cluster)), out, "divergence", dates)
     # What every later step reads of the divergence: the topics that disagreed (all of
     # them come from the per-topic pass, computed once already). Here and below, the
     # small tables are read as one partition: an aggregate of one partition needs no
@@ -329,14 +364,14 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     # the report from memory rather than from their Parquet files.
     echo("windows, brokers, summary")
     wins = computed_once(tables.windows(judged.where(F.col("window").isNotNull()).select("window.*")).coalesce(1))
-    _write(wins, out, "windows", dates)
+    writes.write(wins, out, "windows", dates)
     step("windows")
     # From the captures' cluster info the driver has read already: Spark only writes them.
     pres = presence.presence(files, round_rows)
-    _write(_driver_frame(spark, presence.brokers(pres), presence.BROKERS), out, "brokers", dates)
+    writes.write(_driver_frame(spark, presence.brokers(pres), presence.BROKERS), out, "brokers", dates)
     event_rows = presence.broker_events(pres, round_rows)
     events = _driver_frame(spark, event_rows, presence.BROKER_EVENTS)
-    _write(events, out, "broker_events", dates)
+    writes.write(events, out, "broker_events", dates)
     step("brokers")
     # The summary's inputs, the run's counts and the report's first questions, all
     # small, in one Spark job; the rest on the driver (summary.py, report.py), which
@@ -350,11 +385,12 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
         from mqadmin.pipeline import report
 
         questions.update(report_held=report.held(bad), report_names=report.window_names(wins))
+    writes.wait()  # the large writes done before the small questions' settings apply
     with temporary_conf(spark, SMALL_RESULTS):
         got = tables.collect_small(questions)
         rows = [dict(zip(summary.COLUMNS, r))
                 for r in summary.summary_rows(round_rows, files, {**got, "conv": summary.converged(event_rows)})]
-        _write(_driver_frame(spark, rows, summary.SUMMARY), out, "summary", dates)
+        writes.write(_driver_frame(spark, rows, summary.SUMMARY), out, "summary", dates)
         result.counts.update(rounds=seen.rounds, captures=seen.captures,
                              inconsistent=int(got["inconsistent"][0]["n"] or 0), windows=int(got["windows"][0]["n"]))
         step("summary")
@@ -364,6 +400,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
             first = {**first, "held": got["report_held"], "names": first["names"] + got["report_names"]}
             result.report = report.write_report(out, frames, first, rows)
             step("report")
+    writes.wait()
     for df in (captures, route_rows, judged, wins):
         df.unpersist()
     return result
