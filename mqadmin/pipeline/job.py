@@ -20,8 +20,9 @@ Steps (stderr says which one runs):
    route's rows: the routes table), the divergence segments, the windows and the
    summary's per-round counts as changes;
 3. divergence: those segments and the cluster-wide comparison per round;
-4. windows, brokers, broker_events: window functions and a per-broker pass; summary:
-   small aggregates collected in one Spark job, the rest on the driver (summary.py);
+4. windows (the per-topic pass's); brokers, broker_events: on the driver, from the
+   captures' cluster info it has read (presence.py), written by Spark; summary: small
+   aggregates collected in one Spark job, the rest on the driver (summary.py);
 5. report.html from small aggregates of those tables (report.py: its first questions asked
    with the summary's, then one Spark job).
 
@@ -29,8 +30,8 @@ No task grows with the number of rounds: the work splits by chain, then by topic
 Every table is partitioned by ``date`` and written with dynamic partition overwrite, so
 running the job again replaces exactly the dates it covers. The writes run one after
 another in a thread of their own while the driver goes on (``Writes``): a step's time
-(``JobResult.timings``) leaves out the writes of its tables that overlap the next steps. Imports are absolute so that
-the file also runs as a script under spark-submit.
+(``JobResult.timings``) leaves out the writes of its tables that overlap the next steps.
+Imports are absolute so that the file also runs as a script under spark-submit.
 """
 
 from __future__ import annotations
@@ -352,6 +353,8 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
                    .mapInArrow(topics.map_cluster(timeline, opts.consumers, opts.strategy),
                                from_arrow_schema(topics.DIVERGENCE)))
         by_topic = tables.divergence(judged.where(F.col("divergence").isNotNull()).select("divergence.*"))
+        # (map_cluster reads its few rows at once: the batch size it runs with, if the
+        # write starts after this block, changes nothing)
         writes.write(by_topic.unionByName(tables.divergence(cluster)), out, "divergence", dates)
     # What every later step reads of the divergence: the topics that disagreed (all of
     # them come from the per-topic pass, computed once already). Here and below, the
