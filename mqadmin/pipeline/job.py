@@ -370,9 +370,13 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
     writes.write(wins, out, "windows", dates)
     step("windows")
     # From the captures' cluster info the driver has read already: Spark only writes them.
-    pres = presence.presence(files, round_rows)
-    writes.write(_driver_frame(spark, presence.brokers(pres), presence.BROKERS), out, "brokers", dates)
-    event_rows = presence.broker_events(pres, round_rows)
+    # (one broker's presence rows at a time: all of them are rounds x servers x brokers)
+    broker_rows: list[dict[str, Any]] = []
+    event_rows: list[dict[str, Any]] = []
+    for pres in presence.per_broker(files, round_rows):
+        broker_rows += presence.brokers(pres)
+        event_rows += presence.broker_events(pres, round_rows)
+    writes.write(_driver_frame(spark, broker_rows, presence.BROKERS), out, "brokers", dates)
     events = _driver_frame(spark, event_rows, presence.BROKER_EVENTS)
     writes.write(events, out, "broker_events", dates)
     step("brokers")

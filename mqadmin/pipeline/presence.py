@@ -13,7 +13,7 @@ broker_events rule itself is broker_runs.events).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from mqadmin.pipeline import broker_runs
 from mqadmin.pipeline.rounds import day_of, time_of
@@ -36,6 +36,15 @@ def presence(captures: Iterable[Mapping[str, Any]], rounds: Sequence[Mapping[str
     ``rounds`` (rounds.round_rows), and every broker any of them listed. ``cluster`` is
     the one the server listed the broker under, else the largest it was listed under
     anywhere. Nulls join nothing, as in Spark: a null broker name is never ``present``."""
+    return [row for rows in per_broker(captures, rounds) for row in rows]
+
+
+def per_broker(captures: Iterable[Mapping[str, Any]], rounds: Sequence[Mapping[str, Any]]
+               ) -> Iterator[list[dict[str, Any]]]:
+    """``presence``'s rows one broker at a time: a broker's are a row per capture with
+    cluster info (rounds x servers), where all of them at once would be that times the
+    brokers (a week of 30 s captures of 5 servers and 32 brokers: 3 million dicts).
+    ``brokers`` and ``broker_events`` take the rows of any set of whole brokers."""
     answered = [c for c in captures if c["ok"] is True and c["has_cluster_info"] is True]
     listed: dict[tuple[Any, Any, Any], list[str | None]] = {}
     home: dict[str | None, str | None] = {}
@@ -45,20 +54,23 @@ def presence(captures: Iterable[Mapping[str, Any]], rounds: Sequence[Mapping[str
                 listed.setdefault((c["round"], c["server"], broker), []).append(cluster)
             home[broker] = _largest(home.get(broker), cluster)
     by_round = {r["round"]: r for r in rounds}
-    out = []
+    places = []  # the captures in a round of ``rounds``, with what each row of theirs holds
     for c in answered:
         r = by_round.get(c["round"]) if c["round"] is not None else None
-        if r is None:
-            continue
-        at = {"round": c["round"], "server": c["server"], **{k: r[k] for k in ("seq", "capture_ms", "interval_ms", "date")}}
-        for broker, fallback in home.items():
-            clusters = listed.get((c["round"], c["server"], broker))
+        if r is not None:
+            places.append((c["round"], c["server"],
+                           {"round": c["round"], "server": c["server"],
+                            **{k: r[k] for k in ("seq", "capture_ms", "interval_ms", "date")}}))
+    for broker, fallback in home.items():
+        out = []
+        for round_, server, at in places:
+            clusters = listed.get((round_, server, broker))
             if clusters is None:
                 out.append({**at, "broker": broker, "cluster": fallback, "present": False})
             for cluster in clusters or ():  # once per listing (a left join's matches)
                 out.append({**at, "broker": broker, "cluster": fallback if cluster is None else cluster,
                             "present": True})
-    return out
+        yield out
 
 
 def brokers(pres: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

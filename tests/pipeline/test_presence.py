@@ -55,6 +55,13 @@ def _assert_same(spark: Any, captures: Any) -> dict[str, list[dict[str, Any]]]:
     ref_pres = spark_reference.presence(captures, rounds_df)
     pres = presence.presence(files, round_rows)
     assert _bag(pres) == _bag(ref_pres.toArrow().to_pylist())
+    # the job works a broker at a time: each group is one broker's, and the tables of the
+    # groups together are the tables of all the rows at once
+    groups = list(presence.per_broker(files, round_rows))
+    assert all(len({r["broker"] for r in group}) == 1 for group in groups if group)
+    assert _bag(r for group in groups for r in presence.brokers(group)) == _bag(presence.brokers(pres))
+    assert _bag(r for group in groups for r in presence.broker_events(group, round_rows)) == \
+        _bag(presence.broker_events(pres, round_rows))
     got = {"brokers": presence.brokers(pres), "broker_events": presence.broker_events(pres, round_rows)}
     refs = {"brokers": (spark_reference.brokers(ref_pres), presence.BROKERS),
             "broker_events": (spark_reference.broker_events(ref_pres, rounds_df), presence.BROKER_EVENTS)}
