@@ -1,9 +1,9 @@
 """How long the name servers took to agree on a broker: the ``broker_events`` table
 (SCHEMA.md) computed for one broker at a time, in plain Python.
 
-Spark groups the presence rows by broker and calls ``arrow_events`` once per broker
-(tables.broker_events); ``events`` is the whole rule, over plain values, so a test can
-feed it rounds by hand. Pure: no Spark, no clock, no I/O.
+The job calls ``events`` once per broker over its presence rows (presence.broker_events,
+on the driver); it is the whole rule, over plain values, so a test can feed it rounds by
+hand. Pure: no Spark, no clock, no I/O.
 
 A broker's rounds are few (one per capture round in which some server gave its cluster
 info), so one pass over them in order says more plainly than window functions what an
@@ -25,20 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-import pyarrow as pa
-
 from ..diff.model import PRESENT
 from ..diff.rules import Groups, silent_side
 
 ALL, NONE, SPLIT = "all", "none", "split"
-
-#: What ``arrow_events`` returns per event; tables.broker_events adds the derived columns.
-EVENTS = pa.schema([
-    ("broker", pa.string()), ("cluster", pa.string()), ("kind", pa.string()), ("start_ms", pa.int64()),
-    ("converged_ms", pa.int64()), ("rounds", pa.int32()), ("servers", pa.list_(pa.string())),
-    ("server_lags", pa.list_(pa.struct([("server", pa.string()), ("lag_s", pa.float64())]))),
-])
-
 
 @dataclass(frozen=True)
 class Seen:
@@ -194,7 +184,7 @@ def _lags(rounds_in: Sequence[Seen], final: bool, start_ms: int, rounds: Mapping
     return lags
 
 
-# ------------------------------------------------------------- Spark's side ----
+# ------------------------------------------------------------ presence rows ----
 
 
 def seen_from_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[list[Seen], dict[int, int]]:
@@ -215,19 +205,3 @@ def seen_from_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[list[Seen], dict[
     seen = [Seen(seq, times[seq], servers, max(clusters[seq]) if seq in clusters else None)
             for seq, servers in sorted(listed.items())]
     return seen, times
-
-
-def arrow_events(table: pa.Table) -> pa.Table:
-    """``applyInArrow`` over the presence rows grouped by broker: that broker's events
-    (EVENTS)."""
-    rows = table.to_pylist()
-    if not rows:
-        return EVENTS.empty_table()
-    seen, times = seen_from_rows(rows)
-    broker = rows[0]["broker"]
-    found = events(seen, times)
-    return pa.Table.from_pylist([
-        {"broker": broker, "cluster": e.cluster, "kind": e.kind, "start_ms": e.start_ms,
-         "converged_ms": e.converged_ms, "rounds": e.rounds, "servers": e.servers,
-         "server_lags": [{"server": s, "lag_s": lag} for s, lag in e.server_lags.items()]}
-        for e in found], schema=EVENTS)

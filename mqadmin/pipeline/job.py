@@ -20,15 +20,18 @@ Steps (stderr says which one runs):
    route's rows: the routes table), the divergence segments, the windows and the
    summary's per-round counts as changes;
 3. divergence: those segments and the cluster-wide comparison per round;
-4. windows, brokers, broker_events: window functions and a per-broker pass; summary:
-   small aggregates collected in one Spark job, the rest on the driver (summary.py);
+4. windows (the per-topic pass's); brokers, broker_events: on the driver, from the
+   captures' cluster info it has read (presence.py), written by Spark; summary: small
+   aggregates collected in one Spark job, the rest on the driver (summary.py);
 5. report.html from small aggregates of those tables (report.py: its first questions asked
    with the summary's, then one Spark job).
 
 No task grows with the number of rounds: the work splits by chain, then by topic.
 Every table is partitioned by ``date`` and written with dynamic partition overwrite, so
-running the job again replaces exactly the dates it covers. Imports are absolute so that
-the file also runs as a script under spark-submit.
+running the job again replaces exactly the dates it covers. The writes run one after
+another in a thread of their own while the driver goes on (``Writes``): a step's time
+(``JobResult.timings``) leaves out the writes of its tables that overlap the next steps.
+Imports are absolute so that the file also runs as a script under spark-submit.
 """
 
 from __future__ import annotations
@@ -37,18 +40,22 @@ import argparse
 import sys
 import time
 import uuid
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-from pyspark import StorageLevel
+import pyarrow as pa
+
+from pyspark import StorageLevel, inheritable_thread_target
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
 
 from mqadmin.diff import STRATEGIES
-from mqadmin.pipeline import chains, rounds, session, summary, tables, topics
+from mqadmin.pipeline import chains, presence, rounds, session, summary, tables, topics
 from mqadmin.pipeline.progress import StepProgress
 from mqadmin.pipeline.session import computed_once
 from mqadmin.pipeline.schema import SUFFIX, SUFFIX_V2
@@ -111,6 +118,15 @@ def _chains(spark: SparkSession, opts: JobOptions) -> DataFrame:
                            .mapInArrow(read, out_schema))
 
 
+def _driver_frame(spark: SparkSession, rows: Sequence[dict[str, Any]], ddl: str) -> DataFrame:
+    """Rows worked out on the driver as a one-partition DataFrame of the table schema
+    ``ddl``, through Arrow: the JVM reads them with no Python worker (a list of rows goes
+    through one at every action: twice the time of writing a small table)."""
+    schema = StructType.fromDDL(ddl)
+    assert isinstance(schema, StructType)
+    return spark.createDataFrame(pa.Table.from_pylist(list(rows), schema=to_arrow_schema(schema, timezone="UTC"))).coalesce(1)
+
+
 def _listing(spark: SparkSession, src: str, glob: str) -> DataFrame:
     return (spark.read.format("binaryFile").option("pathGlobFilter", glob)
             .option("recursiveFileLookup", "true").load(src))
@@ -163,6 +179,37 @@ def _write(df: DataFrame, out: str, name: str, clear: Sequence[str] = ()) -> Non
         # No row at all (a quiet history has no window): a file with the schema and no
         # row, in a date this run owns, so that spark.read.parquet(table) still works.
         df.limit(0).drop("date").write.mode("overwrite").parquet(f"{out}/{name}/date={clear[0]}")
+
+
+class Writes:
+    """Table writes run one after another in a thread of their own while the driver goes
+    on with the next step: at 1 M route rows the small steps after the per-topic pass are
+    mostly the driver planning one Spark job after another, and a write's tasks and the
+    next step's planning can share the two cores. The thread keeps the caller's Spark job
+    group and local properties (``inheritable_thread_target``). ``wait`` raises a failed
+    write's error; leaving the block waits for the writes under way (a Ctrl-C has
+    cancelled their Spark jobs)."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mqadmin-write")
+        self._pending: list[Future[None]] = []
+
+    def write(self, df: DataFrame, out: str, name: str, clear: Sequence[str] = ()) -> None:
+        """``_write(df, out, name, clear)``, after the writes asked before."""
+        self._pending.append(self._pool.submit(inheritable_thread_target(self._spark)(_write), df, out, name, clear))
+
+    def wait(self) -> None:
+        """Until every write asked so far is done; the first failure raised."""
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
+
+    def __enter__(self) -> Writes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _clear(df: DataFrame, table: str, dates: Sequence[str]) -> None:
@@ -230,11 +277,11 @@ def run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None] = lam
     if opts.strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {opts.strategy!r}; expected one of {sorted(STRATEGIES)}")
     configure(spark)
-    with temporary_conf(spark, job_conf(spark)):
-        return _run(spark, opts, echo)
+    with temporary_conf(spark, job_conf(spark)), Writes(spark) as writes:
+        return _run(spark, opts, echo, writes)
 
 
-def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> JobResult:
+def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], writes: Writes) -> JobResult:
     result = JobResult()
     out = opts.out.rstrip("/")
     clock = time.perf_counter()
@@ -255,7 +302,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     # scan of its rows, not as the chain pass again.
     captures = computed_once(tables.captures(chained.where(F.col("capture").isNotNull()).select("capture.*"))
                              .coalesce(1))
-    _write(captures, out, "captures")
+    writes.write(captures, out, "captures")
     # What the driver needs of the captures, read once (a row per file): the rounds, the
     # per-topic pass's timeline, the summary's clusters, and the dates of readable
     # captures (an unreadable file in a round without a readable one carries its mtime,
@@ -294,7 +341,8 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
             .repartition("topic").sortWithinPartitions("topic", "server", "from_seq")
             .mapInArrow(judge, from_arrow_schema(topics.TOPIC_OUT)))
     chained.unpersist()  # all of it is in captures, route_rows and judged now
-    _write(tables.routes(judged.where(F.col("fact").isNotNull()).select("fact.*"), route_rows), out, "routes", dates)
+    writes.write(tables.routes(judged.where(F.col("fact").isNotNull()).select("fact.*"), route_rows), out, "routes",
+                 dates)
     step("routes")
 
     # 3. divergence: the per-topic pass's segments and the cluster-wide comparison per round
@@ -305,7 +353,9 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
                    .mapInArrow(topics.map_cluster(timeline, opts.consumers, opts.strategy),
                                from_arrow_schema(topics.DIVERGENCE)))
         by_topic = tables.divergence(judged.where(F.col("divergence").isNotNull()).select("divergence.*"))
-        _write(by_topic.unionByName(tables.divergence(cluster)), out, "divergence", dates)
+        # (map_cluster reads its few rows at once: the batch size it runs with, if the
+        # write starts after this block, changes nothing)
+        writes.write(by_topic.unionByName(tables.divergence(cluster)), out, "divergence", dates)
     # What every later step reads of the divergence: the topics that disagreed (all of
     # them come from the per-topic pass, computed once already). Here and below, the
     # small tables are read as one partition: an aggregate of one partition needs no
@@ -317,37 +367,48 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None]) -> 
     # the report from memory rather than from their Parquet files.
     echo("windows, brokers, summary")
     wins = computed_once(tables.windows(judged.where(F.col("window").isNotNull()).select("window.*")).coalesce(1))
-    _write(wins, out, "windows", dates)
+    writes.write(wins, out, "windows", dates)
     step("windows")
-    pres = computed_once(tables.presence(captures, rounds_df).coalesce(1))
-    _write(tables.brokers(pres), out, "brokers", dates)
-    events = computed_once(tables.broker_events(pres, rounds_df).coalesce(1))
-    _write(events, out, "broker_events", dates)
+    # From the captures' cluster info the driver has read already: Spark only writes them.
+    # (one broker's presence rows at a time: all of them are rounds x servers x brokers)
+    broker_rows: list[dict[str, Any]] = []
+    event_rows: list[dict[str, Any]] = []
+    for pres in presence.per_broker(files, round_rows):
+        broker_rows += presence.brokers(pres)
+        event_rows += presence.broker_events(pres, round_rows)
+    writes.write(_driver_frame(spark, broker_rows, presence.BROKERS), out, "brokers", dates)
+    events = _driver_frame(spark, event_rows, presence.BROKER_EVENTS)
+    writes.write(events, out, "broker_events", dates)
     step("brokers")
     # The summary's inputs, the run's counts and the report's first questions, all
-    # small, in one Spark job; the rest on the driver (summary.py, report.py).
+    # small, in one Spark job; the rest on the driver (summary.py, report.py), which
+    # holds the captures' and the broker events' rows already.
     page = opts.report and ("://" not in out or out.startswith("file:"))  # the page goes to a local OUT only
     frames = {"captures": captures.where(readable), "divergence": bad, "windows": wins, "broker_events": events}
     sweep = judged.where(F.col("sweep").isNotNull()).select("sweep.*").coalesce(1)
-    questions = {**summary.aggregates(sweep, wins, events), "inconsistent": bad.agg(F.sum("rounds").alias("n")),
+    questions = {**summary.aggregates(sweep, wins), "inconsistent": bad.agg(F.sum("rounds").alias("n")),
                  "windows": wins.agg(F.count("*").alias("n"))}
     if page:
         from mqadmin.pipeline import report
 
-        questions.update({f"report_{name}": q for name, q in report.first_questions(frames).items()})
+        questions.update(report_held=report.held(bad), report_names=report.window_names(wins))
+    writes.wait()  # the large writes done before the small questions' settings apply
     with temporary_conf(spark, SMALL_RESULTS):
         got = tables.collect_small(questions)
-        rows = summary.summary_rows(round_rows, files, got)
-        _write(spark.createDataFrame(rows, summary.SUMMARY), out, "summary", dates)
+        rows = [dict(zip(summary.COLUMNS, r))
+                for r in summary.summary_rows(round_rows, files, {**got, "conv": summary.converged(event_rows)})]
+        writes.write(_driver_frame(spark, rows, summary.SUMMARY), out, "summary", dates)
         result.counts.update(rounds=seen.rounds, captures=seen.captures,
                              inconsistent=int(got["inconsistent"][0]["n"] or 0), windows=int(got["windows"][0]["n"]))
         step("summary")
         if page:
             echo("report: drawing")
-            first = {name.removeprefix("report_"): answer for name, answer in got.items() if name.startswith("report_")}
-            result.report = report.write_report(out, frames, first, [dict(zip(summary.COLUMNS, r)) for r in rows])
+            first = report.driver_answers(files, event_rows)
+            first = {**first, "held": got["report_held"], "names": first["names"] + got["report_names"]}
+            result.report = report.write_report(out, frames, first, rows)
             step("report")
-    for df in (captures, route_rows, judged, wins, pres, events):
+    writes.wait()
+    for df in (captures, route_rows, judged, wins):
         df.unpersist()
     return result
 

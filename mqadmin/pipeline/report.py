@@ -54,8 +54,13 @@ def system_topic(topic: Any) -> Any:
 def _pseudo_topics(wins: DataFrame, events: DataFrame) -> DataFrame:
     """Cluster and broker names of windows and broker events (with the summary's clusters:
     every name seen in the history): their topics are pseudo-topics."""
+    return (window_names(wins).union(events.select(F.col("broker").alias("n")))
+            .union(events.select(F.col("cluster").alias("n"))).where("n is not null").distinct())
+
+
+def window_names(wins: DataFrame) -> DataFrame:
+    """The cluster and broker names of the windows (``_pseudo_topics``' part of them)."""
     return (wins.select(F.explode("clusters").alias("n")).union(wins.select(F.explode("brokers").alias("n")))
-            .union(events.select(F.col("broker").alias("n"))).union(events.select(F.col("cluster").alias("n")))
             .where("n is not null").distinct())
 
 
@@ -114,21 +119,47 @@ def first_questions(frames: Mapping[str, DataFrame]) -> dict[str, DataFrame]:
     per round, per (bounds, server) of the disagreeing divergence rows, per broker event
     (at most ``MAX_EVENTS``), and the cluster and broker names of windows and events."""
     div, wins, events, captures = frames["divergence"], frames["windows"], frames["broker_events"], frames["captures"]
-    # Per round, the inconsistent topics in all (server null) and per server outside the
-    # majority: each topic counts once under null and once per server, at every round a
-    # divergence row holds for. Rows with the same bounds and server are counted in
-    # Spark, spread over the rounds on the driver (per_time).
-    marks = F.explode(F.concat(F.array(F.lit(None).cast("string")), F.col("differing")))
     return {
         "rounds": captures.groupBy("round").agg(
             F.min(F.when(~F.col("unreadable"), F.col("capture_ms"))).alias("capture_ms"),
             F.collect_set(F.when(~F.col("unreadable"), F.col("server"))).alias("servers")),
-        "held": div.where("scope = 'topic' and not agree").select("valid_from_ms", "valid_to_ms", marks.alias("server"))
-        .groupBy("valid_from_ms", "valid_to_ms", "server").count(),
+        "held": held(div),
         "events": (events.where("converge_s is not null").orderBy("start_ms")
                    .select("start_ms", "converge_s", "kind", "broker").limit(MAX_EVENTS)),
         "names": _pseudo_topics(wins, events),
     }
+
+
+def driver_answers(captures: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]]
+                   ) -> dict[str, list[dict[str, Any]]]:
+    """The first questions whose inputs the job holds on the driver, answered there as
+    ``first_questions`` answers them in Spark: ``rounds`` from the captures' rows
+    (rounds.captures_rows), ``events`` from the broker events' (presence.broker_events),
+    and ``names``' part from those events (the windows' part: ``window_names``)."""
+    per: dict[Any, dict[str, Any]] = {}
+    for c in captures:
+        if c["unreadable"] is not False:
+            continue
+        r = per.setdefault(c["round"], {"round": c["round"], "capture_ms": None, "servers": set()})
+        if c["capture_ms"] is not None:
+            r["capture_ms"] = c["capture_ms"] if r["capture_ms"] is None else min(r["capture_ms"], c["capture_ms"])
+        if c["server"] is not None:
+            r["servers"].add(c["server"])
+    timed = sorted((e for e in events if e["converge_s"] is not None),
+                   key=lambda e: (e["start_ms"] is not None, e["start_ms"] or 0))
+    return {"rounds": [{**r, "servers": sorted(r["servers"])} for r in per.values()],
+            "events": [{k: e[k] for k in ("start_ms", "converge_s", "kind", "broker")} for e in timed[:MAX_EVENTS]],
+            "names": [{"n": n} for n in sorted({e[k] for e in events for k in ("broker", "cluster")} - {None})]}
+
+
+def held(div: DataFrame) -> DataFrame:
+    """Per round, the inconsistent topics in all (server null) and per server outside the
+    majority: each topic counts once under null and once per server, at every round a
+    divergence row holds for. Rows with the same bounds and server are counted here, in
+    Spark, and spread over the rounds on the driver (per_time)."""
+    marks = F.explode(F.concat(F.array(F.lit(None).cast("string")), F.col("differing")))
+    return (div.where("scope = 'topic' and not agree").select("valid_from_ms", "valid_to_ms", marks.alias("server"))
+            .groupBy("valid_from_ms", "valid_to_ms", "server").count())
 
 
 def collect_report_data(frames: Mapping[str, DataFrame], first: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,

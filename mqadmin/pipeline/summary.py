@@ -4,7 +4,8 @@ Its inputs are small: a row per (round, cluster) at most, built from the rounds,
 captures' cluster lists and the per-topic pass's *sweep* (changes of the per-(cluster,
 round) disagreement counts), plus aggregates of the windows and broker events per
 (date, cluster). ``aggregates`` says what Spark computes of them (one job, with the
-job's counts: ``tables.collect_small``); ``summary_rows`` does the rest in Python.
+job's counts: ``tables.collect_small``); ``converged`` the broker events' (worked out on
+the driver: presence.py); ``summary_rows`` does the rest in Python.
 """
 
 from __future__ import annotations
@@ -32,10 +33,11 @@ def window_cluster() -> Column:
     return F.explode(F.when(F.size("clusters") > 0, F.col("clusters")).otherwise(F.array(F.lit(NO_CLUSTER))))
 
 
-def aggregates(sweep: DataFrame, wins: DataFrame, events: DataFrame) -> dict[str, DataFrame]:
+def aggregates(sweep: DataFrame, wins: DataFrame) -> dict[str, DataFrame]:
     """What Spark computes for the summary, each small: the sweep summed per (cluster,
     seq); the spans in which a window bridged a silent server, per cluster; and per (date,
-    cluster) the windows (count, longest, three longest) and the broker events."""
+    cluster) the windows (count, longest, three longest). The broker events' part is
+    ``converged``, on the driver."""
     spans = (wins.where(F.size("unknown_spans") > 0)
              .select(window_cluster().alias("cluster"), F.explode("unknown_spans").alias("span"))
              .select("cluster", "span.start_ms", "span.end_ms").distinct())
@@ -43,11 +45,24 @@ def aggregates(sweep: DataFrame, wins: DataFrame, events: DataFrame) -> dict[str
         F.count("*").alias("windows"), F.max("duration_s").alias("longest_window_s"),
         F.slice(F.sort_array(F.collect_list(F.struct("duration_s", "topic", "start", "cause", "servers")),
                              asc=False), 1, 3).alias("worst_windows"))
-    conv = events.groupBy("date", "cluster").agg(
-        F.count("*").alias("broker_events"), F.max("converge_s").alias("max_converge_s"),
-        F.count_if(~F.col("converged")).alias("unconverged_events"))
     return {"sweep": sweep.groupBy("cluster", "seq").agg(*[F.sum(c).alias(c) for c in _COUNTS]), "spans": spans,
-            "worst": worst, "conv": conv}
+            "worst": worst}
+
+
+def converged(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per (date, cluster) of the broker events (presence.broker_events, worked out on the
+    driver): how many, the slowest to converge and how many never did (the summary's
+    ``conv``, as Spark's count, max and count_if had it: a null ``converge_s`` left out)."""
+    out: dict[tuple[Any, Any], dict[str, Any]] = {}
+    for e in events:
+        c = out.setdefault((e["date"], e["cluster"]), {"date": e["date"], "cluster": e["cluster"], "broker_events": 0,
+                                                       "max_converge_s": None, "unconverged_events": 0})
+        c["broker_events"] += 1
+        if e["converge_s"] is not None:
+            c["max_converge_s"] = e["converge_s"] if c["max_converge_s"] is None else max(c["max_converge_s"],
+                                                                                          e["converge_s"])
+        c["unconverged_events"] += not e["converged"]
+    return list(out.values())
 
 
 def disagreeing(rounds: Sequence[Mapping[str, Any]], sweep: Sequence[Mapping[str, Any]]

@@ -137,21 +137,18 @@ def test_the_watcher_and_broker_events_bridge_the_same_rounds(name: str) -> None
     assert job_bridged(text) == expected
 
 
-def test_arrow_rows_of_one_broker_give_the_same_events() -> None:
-    """What Spark hands arrow_events: one row per (round, server) with the next round's
-    time, which ends B's lag at round 2, a round in which no server gave cluster info."""
-    import pyarrow as pa
-
-    from mqadmin.pipeline.broker_runs import EVENTS, arrow_events
+def test_presence_rows_of_one_broker_give_the_same_events() -> None:
+    """What the job hands the rule (presence.broker_events): one row per (round, server)
+    and the rounds' next times, which end B's lag at round 2, a round in which no server
+    gave cluster info."""
+    from mqadmin.pipeline.presence import broker_events
 
     seen, times = history("111 101 --- 111")
-    rows = [{"broker": "broker-b", "seq": r.seq, "capture_ms": r.capture_ms, "next_ms": times.get(r.seq + 1),
-             "server": server, "present": listed, "cluster": r.cluster}
-            for r in seen for server, listed in r.listed.items()]
-    out = arrow_events(pa.Table.from_pylist(rows))
-    assert out.schema == EVENTS
-    assert out.to_pylist() == [{
+    pres = [{"broker": "broker-b", "seq": r.seq, "capture_ms": r.capture_ms, "server": server, "present": listed,
+             "cluster": r.cluster} for r in seen for server, listed in r.listed.items()]
+    (event,) = broker_events(pres, [{"seq": seq, "next_ms": times.get(seq + 1)} for seq in times])
+    assert {k: v for k, v in event.items() if k not in ("date", "start")} == {
         "broker": "broker-b", "cluster": "DefaultCluster", "kind": "flap", "start_ms": T0 + MINUTE,
-        "converged_ms": T0 + 3 * MINUTE, "rounds": 1, "servers": [B],
-        "server_lags": [{"server": A, "lag_s": 0.0}, {"server": B, "lag_s": 60.0}, {"server": C, "lag_s": 0.0}]}]
-    assert arrow_events(pa.Table.from_pylist([], schema=pa.schema([("broker", pa.string())]))).num_rows == 0
+        "converged_ms": T0 + 3 * MINUTE, "converged": True, "converge_s": 120.0, "rounds": 1, "servers": [B],
+        "server_lags": [{"server": A, "lag_s": 0.0}, {"server": B, "lag_s": 60.0}, {"server": C, "lag_s": 0.0}]}
+    assert broker_events([], []) == []
