@@ -372,9 +372,7 @@ def _walk(body: bytes, opened: int, end: int, base: array) -> tuple[PieceHashes,
             take = 0
             for tried in range(count, min(count + 2, len(parts))):
                 stop = spot + ends[tried - 1] + tried - 1
-                following = stop + 1 + length
-                if following <= end and body[following] == _CLOSE and \
-                        xxh3_64_intdigest(view[stop + 1:following], _SEED) == want:
+                if _block_at(body, view, stop + 1, length, want, end):
                     take, found = tried, True
                     break
             if not take:
@@ -442,12 +440,17 @@ def _placed(body: bytes, view: memoryview, spot: int, count: int, reach: int, wa
     have = len(parts) - 1  # pieces in reach, each closed by a "}"
     ends = list(accumulate(map(len, parts)))
     for take in chain((count,), chain.from_iterable((count + d, count - d) for d in range(1, _AHEAD + 1))):
-        if 1 <= take <= have:
-            at = spot + ends[take - 1] + take  # the block would start here
-            stop = at + length
-            if stop <= end and body[stop] == _CLOSE and xxh3_64_intdigest(view[at:stop], _SEED) == want:
-                return take, parts
+        if 1 <= take <= have and _block_at(body, view, spot + ends[take - 1] + take, length, want, end):
+            return take, parts
     return None
+
+
+def _block_at(body: bytes, view: memoryview, at: int, length: int, want: int, end: int) -> bool:
+    """Whether the block of hash ``want`` and ``length`` bytes starts at ``at`` (a piece's
+    start): those bytes hash to it and a ``}`` of the table follows them. (The walk's
+    loop over found blocks tests the same inline: it is the hot path.)"""
+    stop = at + length
+    return stop <= end and body[stop] == _CLOSE and xxh3_64_intdigest(view[at:stop], _SEED) == want
 
 
 def _new_pieces(pieces: list[bytes], hashes: array, base: array) -> list[bytes]:
