@@ -180,6 +180,24 @@ class FrameDecoder:
             data = memoryview(data)[take:]
         self._buf += data
 
+    def small_frames(self) -> bytearray | None:
+        """The buffered bytes, for a reader that cuts whole frames in place (checking each
+        against the decoder's bounds, ``max_frame`` and ``max_header``) and then
+        ``consume``s them; None while a big frame is under way (its bytes come first)."""
+        return self._buf if self._big is None else None
+
+    @property
+    def max_frame(self) -> int:
+        return self._max_frame
+
+    @property
+    def max_header(self) -> int:
+        return self._max_header
+
+    def consume(self, nbytes: int) -> None:
+        """Forget the first ``nbytes`` of ``small_frames()``: whole frames, handled."""
+        del self._buf[:nbytes]
+
     def big_buffer(self) -> memoryview | None:
         """Where the rest of the big frame being read should go, straight from the socket
         (``asyncio.BufferedProtocol.get_buffer``; then ``big_filled``); None: nowhere of

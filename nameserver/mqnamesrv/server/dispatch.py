@@ -36,7 +36,7 @@ from ..registry.kv import KVStore
 from ..registry.route5 import SYNC_BROKER_MEMBER_GROUP_PREFIX, ZONE_MODE, ZONE_NAME, filter_by_zone, requested_zone, \
     with_acting_masters
 from ..registry.routes import QueueMap, RouteTable, StagedTopics, TopicsDiff
-from .route_answers import Cut, RouteAnswers
+from .route_answers import Cut, RouteAnswers, cut_topic, form_holds
 
 log = logging.getLogger("nameserver")
 _FRAME_PREFIX = struct.Struct(">Ii")
@@ -93,6 +93,18 @@ def _lookup_key(cmd: RemotingCommand, key: str) -> str:
 
 def _flag(cmd: RemotingCommand, key: str) -> bool:
     return (cmd.ext_get(key) or "").lower() == "true"
+
+
+#: what a route answer depends on in the request besides its topic: the standard-JSON
+#: dialect, and the zone asked for (5.x)
+RouteForm = tuple[bool, Union[str, None]]
+
+
+def _route_form(cmd: RemotingCommand) -> RouteForm:
+    zone = requested_zone(cmd.ext_get) if cmd.ext is not None and ZONE_MODE in cmd.ext else None
+    # 5.x's zone hook re-encodes the answer in the default dialect
+    standard = zone is None and (cmd.version >= VERSION_V4_9_4 or _flag(cmd, "acceptStandardJsonOnly"))
+    return standard, zone
 
 
 Handler = Callable[[RemotingCommand, Hashable], RemotingCommand]
@@ -209,6 +221,8 @@ class Processor:
         # other. Both drop only what a write touched (``_sync_answers``), all on a config change.
         self._route_cache: dict[tuple[object, ...], tuple[QueueMap, bytes]] = {}
         self.route_cache_hits = 0
+        #: route queries answered from their form and topic, undecoded (``cached_answer``)
+        self.route_form_answers = 0
         #: whole answers to route queries, reused with the next request's opaque
         self.route_answers = RouteAnswers(ROUTE_CACHE_LIMIT)
         #: what writes touched since the caches last dropped it (see _sync_answers)
@@ -404,7 +418,47 @@ class Processor:
         hit = self.route_answers.answer(cut)
         if hit is not None:
             self.route_cache_hits += 1
-        return hit
+            return hit
+        frame = self._formed(cut)
+        return None if frame is None else (ResponseCode.SUCCESS, frame)
+
+    def kept_run(self, buf: bytearray, room: int, max_frame: int, max_header: int) -> tuple[list[bytes], int, int]:
+        """``cached_answer`` for the route queries at the head of a decoder's buffer, in
+        one call (``RouteAnswers.run``): (answer frames, their bytes, bytes of ``buf``
+        answered)."""
+        routes_seen, kv_seen, config_seen = self._answers_seen
+        if self.routes.generation != routes_seen or self.kv.generation != kv_seen or \
+                self.config.generation != config_seen:
+            self._sync_answers()
+        frames, size, used, hits = self.route_answers.run(buf, room, max_frame, max_header, self._formed)
+        self.route_cache_hits += hits
+        return frames, size, used
+
+    def _formed(self, cut: Cut) -> bytes | None:
+        """The answer frame to a route query no kept answer matched (``cut``), from its
+        form and topic (``RouteAnswers.form``), kept for the same request again; None:
+        decode it (a form not learnt yet, no route, or not cut)."""
+        # A topic not asked for in this form since a write touched it: the form says what
+        # a decode would have, so the answer is built without one.
+        answers = self.route_answers
+        formed = cut_topic(cut[0])
+        if formed is None:
+            return None
+        form = answers.form(formed[0])
+        if form is None:
+            return None
+        topic = formed[1]
+        queues = self.routes.queues_of(topic)
+        try:
+            body = self._body_of(topic, queues, form)  # type: ignore[arg-type]
+        except Exception:  # TOPIC_NOT_EXIST, or a bug: answered (and logged) the plain way
+            return None
+        head, tail = self._route_header
+        digits = cut[1]
+        answers.keep(cut[0], ResponseCode.SUCCESS, head, tail, body, (topic, queues))
+        self.route_form_answers += 1
+        header_len = len(head) + len(digits) + len(tail)
+        return b"".join((_FRAME_PREFIX.pack(4 + header_len + len(body), header_len), head, digits, tail, body))
 
     def remember_answer(self, cut: Cut, cmd: RemotingCommand, response: RemotingCommand, frame: bytes) -> None:
         """Offer ``frame``, the answer to ``cmd`` (whose frame was ``cut``), for reuse."""
@@ -587,16 +641,18 @@ class Processor:
         if self.answers_epoch() != self._answers_seen:
             self._sync_answers()  # before the config items below are read from what it keeps
         topic = _lookup_key(cmd, "topic")
-        standard = cmd.version >= VERSION_V4_9_4 or _flag(cmd, "acceptStandardJsonOnly")
+        queues = self.routes.queues_of(topic)
+        self._route_source = (cmd, topic, queues)  # an error answer is kept too
+        return self._body_of(topic, queues, _route_form(cmd))
+
+    def _body_of(self, topic: str, queues: QueueMap | None, form: RouteForm) -> bytes:
+        """``topic``'s route body for a request of ``form``, its queue map being ``queues``
+        (RequestError: TOPIC_NOT_EXIST); the caches are in sync (``_sync_answers``)."""
+        standard, zone = form
         order_conf = self.kv.get(ORDER_TOPIC_CONFIG, topic) if self._order_enabled else None
-        zone = requested_zone(cmd.ext_get) if cmd.ext is not None and ZONE_MODE in cmd.ext else None
-        if zone is not None:
-            standard = False  # 5.x's zone hook re-encodes the answer in the default dialect
         acting = self._acting_enabled and not topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX)
         if len(self._route_cache) > ROUTE_CACHE_LIMIT:
             self._route_cache.clear()
-        queues = self.routes.queues_of(topic)
-        self._route_source = (cmd, topic, queues)
         key = (id(queues), standard, order_conf, zone, acting, topic if self.routes.has_mappings(topic) else None)
         hit = self._route_cache.get(key)
         if hit is not None and hit[0] is queues:
@@ -638,6 +694,11 @@ class Processor:
         source = self._route_source
         if digits == cut[1] and source is not None and source[0] is cmd:
             self.route_answers.keep(cut[0], ResponseCode.SUCCESS, head, tail, body, (source[1], source[2]))
+            # The first request of its form: once proven to read as its form and topic, later
+            # ones are answered from those (cached_answer).
+            formed = cut_topic(cut[0])
+            if formed is not None and form_holds(cut, formed, cmd):
+                self.route_answers.learn(formed[0], _route_form(cmd))
         return b"".join((_FRAME_PREFIX.pack(4 + header_len + len(body), header_len), head, digits, tail, body))
 
     def get_cluster_info(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:

@@ -15,16 +15,24 @@ topic and the topic's queue map (whose brokers' groups and filter servers the ro
 lists). The caller drops the answers of the topics and brokers a write touched
 (``drop``), or all of them (``clear``) when it cannot tell (a config change, tables
 replaced wholesale).
+
+A topic's first query since a write is also answered undecoded once its *form* is known:
+the request's bytes without the opaque's digits and the topic's characters, learnt from
+one request of that form that was decoded (``cut_topic``, ``form_holds``). And a read's
+frames are cut in the decoder's buffer in one call (``RouteAnswers.run``), not one call
+per frame; the first frame that must be decoded ends the run.
 """
 
 from __future__ import annotations
 
 import re
 import struct
-from typing import Collection, Iterable
+from typing import Callable, Collection, Hashable, Iterable
 
 from ..protocol.codes import RequestCode, ResponseCode, SerializeType
 from ..protocol.command import RemotingCommand
+from ..protocol.errors import ProtocolError
+from ..protocol.frame import decode_payload
 
 #: Java's RemotingCommand writes ``"opaque":<int>``; a canonical decimal (no leading
 #: zero, no space, no exponent, no "-0") is the only form spliced back unchanged.
@@ -32,6 +40,8 @@ _DIGITS = re.compile(rb"(?:0|-?[1-9][0-9]{0,9})(?=[,}])")
 _OPAQUE_KEY = b'"opaque":'
 _AFTER_KEY = len(_OPAQUE_KEY)
 _PREFIX = struct.Struct(">Ii")
+#: a frame's length and the word after it (serialize type and header length)
+_PREFIX_WORDS = struct.Struct(">II")
 #: the field after the frame length: the serialize type (high byte) and the header length
 _TYPE_AND_HEADER_LENGTH = struct.Struct(">I")
 _INT32 = range(-0x80000000, 0x80000000)
@@ -64,6 +74,67 @@ def cut_opaque(payload: bytes) -> Cut | None:
     return payload[4:start] + payload[match.end():], digits
 
 
+#: A route query's topic field as every client writes it, and the characters RocketMQ allows
+#: in a topic name (``TopicValidator``): a value of these alone needs no escaping in JSON.
+_TOPIC_NAME = b'"topic"'
+_TOPIC_FIELD = b'"topic":"'
+_TOPIC_VALUE = re.compile(rb"[%|a-zA-Z0-9_-]+")
+#: the most request forms kept (cleared when full): a fleet's clients write a handful
+SHAPE_LIMIT = 1024
+
+
+def cut_topic(key: bytes) -> tuple[bytes, str] | None:
+    """A cut request's ``key`` (``cut_opaque``) without its topic's characters, and the
+    topic; None when the topic cannot be cut out safely (then it is decoded the plain way).
+
+    Route queries from one client differ in their opaque and their topic only; with
+    both cut out, the rest (its form) says everything else the answer depends on, so
+    an answer for a topic not asked for before needs no decode either
+    (``RouteAnswers.form``). Cut only where no byte can mean anything else: no escape
+    anywhere in the header (so every ``"topic"`` is a whole string token), exactly one
+    such token (so no other topic field can be the one read), written ``"topic":"``
+    (a key whose value is a string) and a value of topic characters only (nothing in
+    it can end or escape the string). Whether those characters are the topic the server
+    reads is proven once per form, by decoding the request with another topic in their
+    place (``form_holds``)."""
+    if b"\\" in key or b"'" in key or key.count(_TOPIC_NAME) != 1:
+        return None
+    at = key.find(_TOPIC_FIELD)
+    if at < 0:
+        return None
+    start = at + len(_TOPIC_FIELD)
+    end = key.find(b'"', start)
+    if end < 0 or _TOPIC_VALUE.fullmatch(key, start, end) is None:
+        return None
+    return key[:start] + key[end:], key[start:end].decode("ascii")
+
+
+def form_holds(cut: Cut, formed: tuple[bytes, str], cmd: RemotingCommand) -> bool:
+    """Whether every request of ``cmd``'s form reads as ``cmd`` with its own topic: the
+    request (``cut`` and ``formed`` from its frame, ``cmd`` decoded from it) decoded
+    again with another topic in the place ``cut_topic`` found must differ from ``cmd``
+    in its ext topic alone. Topic characters parse alike wherever they stand, so what
+    holds for that other topic holds for every one; a place that only looked like the
+    topic field (inside a fastjson single-quoted string, say) changes something else."""
+    form, topic = formed
+    if cmd.ext is None or cmd.ext.get("topic") != topic:
+        return False
+    other = topic + "_x"
+    start = form.index(_TOPIC_FIELD) + len(_TOPIC_FIELD)
+    header = form[:start] + other.encode() + form[start:]
+    at = header.find(_OPAQUE_KEY) + _AFTER_KEY  # the opaque's digits, where cut_opaque found them
+    header = header[:at] + cut[1] + header[at:]
+    try:
+        probe = decode_payload(len(header).to_bytes(4, "big") + header)
+    except ProtocolError:
+        return False
+    return probe.ext is not None and probe.ext.get("topic") == other and \
+        {**probe.ext, "topic": topic} == cmd.ext and \
+        (probe.code, probe.language, probe.version, probe.opaque, probe.flag, probe.remark, probe.serialize_type,
+         probe.body) == (cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark, cmd.serialize_type,
+                         cmd.body)
+
+
 #: what a kept answer was computed from: its topic, and the topic's queue map then
 #: (None: the topic had none), whose broker names lead to the groups the route lists
 Source = tuple[str, Iterable[str] | None]
@@ -73,7 +144,7 @@ class RouteAnswers:
     """The answers, bounded by ``limit`` entries (cleared when full: the topics a
     fleet's clients poll come back within one poll interval)."""
 
-    __slots__ = ("_answers", "_by_topic", "_pieces", "limit", "misses")
+    __slots__ = ("_answers", "_by_topic", "_forms", "_pieces", "limit", "misses")
 
     def __init__(self, limit: int) -> None:
         #: key -> (response code, header before the digits, header after them, body,
@@ -84,6 +155,9 @@ class RouteAnswers:
         self._by_topic: dict[str, bytes | tuple[bytes, ...]] = {}
         #: the header pieces, shared: every SUCCESS answer has the same two
         self._pieces: dict[bytes, bytes] = {}
+        #: a request's form (``cut_topic``) -> what the answers for any topic in that form
+        #: depend on besides the topic, as the processor read it from one decoded request
+        self._forms: dict[bytes, Hashable] = {}
         self.limit = limit
         #: lookups that found nothing kept (a cheap counter: a miss costs far more anyway)
         self.misses = 0
@@ -102,6 +176,66 @@ class RouteAnswers:
         digits = cut[1]
         header_len = fixed + len(digits)
         return code, b"".join((_PREFIX.pack(4 + header_len + len(body), header_len), head, digits, tail, body))
+
+    def run(self, buf: bytearray, room: int, max_frame: int, max_header: int,
+            formed: Callable[[Cut], bytes | None]) -> tuple[list[bytes], int, int, int]:
+        """Answers to the route queries at the head of ``buf`` (a decoder's ``small_frames``),
+        cut in place, from kept answers or (``formed``, on a miss) from their form: the
+        loop ``cut_opaque`` and ``answer`` make per frame, in one call for a whole read.
+        Stops before the first frame that must be decoded, or one out of bounds (the
+        decoder refuses it), incomplete, or once ``room`` bytes of answers are made.
+        Returns (the answer frames, their bytes, the bytes of ``buf`` they answered, the
+        kept ones used); the caller consumes those bytes of ``buf``."""
+        answers, out, pos, used, hits = self._answers, [], 0, 0, 0
+        size = len(buf)
+        unpack, find, match_digits = _PREFIX_WORDS.unpack_from, buf.find, _DIGITS.match
+        with memoryview(buf) as view:
+            while size - pos >= 8 and used < room:
+                length, header_len = unpack(buf, pos)
+                end = pos + 4 + length
+                # a JSON header with no body, within the bounds (as cut_opaque and _frame_end)
+                if end > size or header_len != length - 4 or length < 4 or length + 4 > max_frame or \
+                        header_len > max_header:
+                    break
+                at = find(_OPAQUE_KEY, pos + 8, end)
+                if at < 0:
+                    break
+                start = at + _AFTER_KEY
+                if find(_OPAQUE_KEY, start, end) >= 0:
+                    break
+                match = match_digits(buf, start, end)
+                if match is None:
+                    break
+                digits = bytes(match.group())
+                if len(digits) >= 10 and int(digits) not in _INT32:
+                    break
+                key = b"".join((view[pos + 8:start], view[match.end():end]))
+                entry = answers.get(key)
+                if entry is None:
+                    frame = formed((key, digits))
+                    if frame is None:
+                        break  # the miss is counted where it is decoded
+                    self.misses += 1
+                else:
+                    code, head, tail, body, fixed, _, _ = entry
+                    header_len = fixed + len(digits)
+                    frame = b"".join((_PREFIX.pack(4 + header_len + len(body), header_len), head, digits, tail, body))
+                    hits += 1
+                out.append(frame)
+                used += len(frame)
+                pos = end
+        return out, used, pos, hits
+
+    def form(self, key: bytes) -> Hashable | None:
+        """What was learnt (``learn``) of requests of the form ``key`` (``cut_topic``)."""
+        return self._forms.get(key)
+
+    def learn(self, key: bytes, form: Hashable) -> None:
+        """Requests of the form ``key`` (``cut_topic``) are answered by ``form`` and their topic.
+        Forms depend on nothing the registry holds: ``clear`` keeps them."""
+        if len(self._forms) >= SHAPE_LIMIT:
+            self._forms.clear()
+        self._forms[key] = form
 
     def remember(self, cut: Cut, request: RemotingCommand, response: RemotingCommand, frame: bytes,
                  source: Source) -> None:
@@ -163,4 +297,4 @@ class RouteAnswers:
         self._pieces.clear()
 
 
-__all__ = ["Cut", "RouteAnswers", "Source", "cut_opaque"]
+__all__ = ["Cut", "RouteAnswers", "Source", "cut_opaque", "cut_topic", "form_holds"]
