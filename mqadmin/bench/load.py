@@ -44,6 +44,25 @@ class Throughput:
                 "p50_ms": round(self.p50_ms, 3), "p99_ms": round(self.p99_ms, 3)}
 
 
+#: where each connection of ``drive_routes`` starts in the topic list: connection i at i x this
+CONN_OFFSET = 7919
+
+
+def distinct_topics_asked(topics: Sequence[str], *, conns: int, requests: int) -> int:
+    """How many different topics ``drive_routes`` asks for with these settings: on a server
+    that keeps answers, the queries of a first pass that build one."""
+    per_conn = max(requests // conns, 1)
+    n = len(topics)
+    if per_conn >= n:
+        return n
+    asked: set[int] = set()
+    for i in range(conns):
+        start = (i * CONN_OFFSET) % n
+        asked.update(range(start, min(start + per_conn, n)))
+        asked.update(range(0, max(start + per_conn - n, 0)))
+    return len(asked)
+
+
 async def drive_routes(addr: str, topics: Sequence[str], *, conns: int, inflight: int, requests: int) -> Throughput:
     """Send ``requests`` route queries over ``conns`` connections, ``inflight`` outstanding
     on each. Works against a name server or the echo server (whose answers carry no
@@ -96,7 +115,7 @@ async def drive_routes(addr: str, topics: Sequence[str], *, conns: int, inflight
         return answered
 
     start = time.perf_counter()
-    done = sum(await asyncio.gather(*(one(i * 7919) for i in range(conns))))
+    done = sum(await asyncio.gather(*(one(i * CONN_OFFSET) for i in range(conns))))
     elapsed = time.perf_counter() - start
     latencies.sort()
     pick = lambda q: 1000 * latencies[min(int(len(latencies) * q), len(latencies) - 1)] if latencies else 0.0  # noqa: E731

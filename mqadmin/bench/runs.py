@@ -18,7 +18,7 @@ from mqnamesrv.protocol.command import request
 from mqnamesrv.protocol.compressed import decode_compressed
 
 from ..transport.client import NamesrvConnection
-from .load import EchoServer, drive_routes, master_request, register_fleet, topics_body
+from .load import EchoServer, distinct_topics_asked, drive_routes, master_request, register_fleet, topics_body
 
 Progress = Callable[[str], None]
 
@@ -247,6 +247,9 @@ async def _fleet_figures(addr: str, pid: int | None, *, conns: int, inflight: in
         "route_quiet": quiet.to_obj(), "route_under_churn": busy.to_obj(), "longest_stall_ms": ms(stall),
         "route_cpu_us_per_request": None if cpu_per_request is None else round(cpu_per_request * 1e6, 1),
         "route_cpu_us_per_request_again": None if cpu_again is None else round(cpu_again * 1e6, 1),
+        # the first pass's share of queries that are a topic's first (its answer built, not reused)
+        "route_first_pass_first_queries": round(distinct_topics_asked(all_topics, conns=conns, requests=requests)
+                                                / quiet.requests, 3),
         "rss_growth_mb": None if rss_before is None else round((rss_after - rss_before) / 2**20, 1),  # type: ignore[operator]
         "rss_growth_at_once_mb": None if rss_before is None else round((rss_at_once - rss_before) / 2**20, 1),  # type: ignore[operator]
     }

@@ -3,17 +3,20 @@ speed goals are for the benchmark runs recorded in the README, not for tests).""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 from typing import Callable
 
 from typer.testing import CliRunner
 
-from mqadmin.bench.load import EchoServer, topics_body
+from mqadmin.bench.load import EchoServer, distinct_topics_asked, drive_routes, master_request, topics_body
 from mqadmin.cli import app
 from mqnamesrv.protocol.codes import RequestCode as R
 from mqnamesrv.protocol.command import request
 from mqnamesrv.protocol.frame import encode
 from tests.nsprocess import NameServerProcess, RawClient
+from tests.server.test_route_answers_property import InProcessServer
 
 runner = CliRunner()
 
@@ -120,3 +123,21 @@ def test_the_protocol_echo_answers_each_request_with_its_own_opaque() -> None:
         assert all(a is not None and a.code == 0 and len(a.body) == 100 for a in answers)
     finally:
         echo.close()
+
+
+def test_distinct_topics_asked_is_what_a_server_builds_answers_for(tmp_path: Path) -> None:
+    """bench fleet reports the first pass's share of a topic's first queries from this
+    count; a real server keeping answers misses exactly that many times."""
+    server = InProcessServer(tmp_path)
+    try:
+        topics = [f"t{i:03d}" for i in range(97)]
+        with RawClient(server.addr) as broker:
+            assert broker.call(master_request("C", "b", "127.0.0.1:10911", topics_body(topics))).code == 0
+        for conns, requests in ((4, 60), (3, 200), (5, 1000)):
+            server.on_loop(server.server.processor.route_answers.clear)
+            before = server.server.processor.route_answers.misses
+            asyncio.run(drive_routes(server.addr, topics, conns=conns, inflight=2, requests=requests))
+            built = server.server.processor.route_answers.misses - before
+            assert built == distinct_topics_asked(topics, conns=conns, requests=requests)
+    finally:
+        server.stop()
