@@ -21,6 +21,12 @@ def _env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
+#: bash -c runs a lone command in its own process (exec), so mqadmin would detect the shell
+#: above the test instead, and there is none when the tests run detached from a terminal
+#: (nohup, a CI runner): a second command keeps bash as mqadmin's parent.
+BASH_PARENT = "%s; exit $?"
+
+
 def _complete(shell: str, words: str) -> list[str]:
     """What the completion script of ``shell`` asks mqadmin for, the way the script asks."""
     if shell == "bash":
@@ -50,7 +56,7 @@ def test_completion_scripts_for_bash_zsh_fish(shell: str, marker: str) -> None:
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_bash_completes_through_the_shown_script(tmp_path: Path) -> None:
     """--show-completion (shell detected: bash) sourced into a real bash completes commands."""
-    shown = subprocess.run(["bash", "-c", "mqadmin --show-completion"], env=_env(), capture_output=True, text=True,
+    shown = subprocess.run(["bash", "-c", BASH_PARENT % "mqadmin --show-completion"], env=_env(), capture_output=True, text=True,
                            timeout=60)
     assert shown.returncode == 0, shown.stderr
     (tmp_path / "mqadmin.sh").write_text(shown.stdout)
@@ -61,7 +67,7 @@ def test_bash_completes_through_the_shown_script(tmp_path: Path) -> None:
 
 
 def test_install_completion_writes_the_bash_script(tmp_path: Path) -> None:
-    done = subprocess.run(["bash", "-c", "mqadmin --install-completion"], env=_env(HOME=str(tmp_path)),
+    done = subprocess.run(["bash", "-c", BASH_PARENT % "mqadmin --install-completion"], env=_env(HOME=str(tmp_path)),
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     script = tmp_path / ".bash_completions" / "mqadmin.sh"
