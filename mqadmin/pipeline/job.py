@@ -12,7 +12,8 @@ Steps (stderr says which one runs):
    (chains.py) reads each chain (a v2 server's files from one keyframe to the next, in
    round order; a v1 file alone) and yields the *captures* rows, the server's per-topic
    fact intervals and each distinct route's rows. The driver reads the captures table
-   once (a row per file) and works out the rounds from it (rounds.py);
+   (a row per file) and the routes' rows in one Spark job, and works out the rounds
+   from the former (rounds.py);
 2. routes: the fact intervals shuffled by topic; the per-topic pass (topics.py) joins a
    server's intervals where one continues another (cut at midnight), compares the
    servers once per run of rounds in which nothing changes, calling the diff module
@@ -118,13 +119,16 @@ def _chains(spark: SparkSession, opts: JobOptions) -> DataFrame:
                            .mapInArrow(read, out_schema))
 
 
-def _driver_frame(spark: SparkSession, rows: Sequence[dict[str, Any]], ddl: str) -> DataFrame:
-    """Rows worked out on the driver as a one-partition DataFrame of the table schema
-    ``ddl``, through Arrow: the JVM reads them with no Python worker (a list of rows goes
-    through one at every action: twice the time of writing a small table)."""
-    schema = StructType.fromDDL(ddl)
-    assert isinstance(schema, StructType)
-    return spark.createDataFrame(pa.Table.from_pylist(list(rows), schema=to_arrow_schema(schema, timezone="UTC"))).coalesce(1)
+def _driver_frame(spark: SparkSession, rows: Sequence[dict[str, Any]], schema: str | pa.Schema) -> DataFrame:
+    """Rows worked out on the driver as a one-partition DataFrame of ``schema`` (a table's
+    DDL, or the Arrow schema a Python pass gives them in), through Arrow: the JVM reads
+    them with no Python worker (a list of rows goes through one at every action: twice
+    the time of writing a small table)."""
+    if isinstance(schema, str):
+        struct = StructType.fromDDL(schema)
+        assert isinstance(struct, StructType)
+        schema = to_arrow_schema(struct, timezone="UTC")
+    return spark.createDataFrame(pa.Table.from_pylist(list(rows), schema=schema)).coalesce(1)
 
 
 def _listing(spark: SparkSession, src: str, glob: str) -> DataFrame:
@@ -307,7 +311,13 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
     # per-topic pass's timeline, the summary's clusters, and the dates of readable
     # captures (an unreadable file in a round without a readable one carries its mtime,
     # and that date is no date of the history this run should clear: rounds.seen).
-    files = rounds.captures_rows(captures)
+    # The chain pass's distinct routes come in the same Spark job (the per-topic pass
+    # needs them on the driver; the routes table joins them from there).
+    got = tables.collect_small({"files": rounds.captures_columns(captures),
+                                "routes": chained.where(F.col("route").isNotNull()).select("route.*")})
+    files = got["files"]
+    route_list = tables.distinct_routes(got["routes"])
+    del got
     seen = rounds.seen(files)
     dates = result.dates = seen.dates
     if not dates:
@@ -328,19 +338,19 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
     round_rows = rounds.round_rows(files)
     rounds_df = rounds.frame(spark, round_rows)
     timeline = rounds.timeline(files, round_rows)
-    route_rows = computed_once(chained.where(F.col("route").isNotNull()).select("route.*")
-                               .dropDuplicates(["route_key", "broker_seq"]).coalesce(1))
+    route_rows = _driver_frame(spark, route_list, chains.ROUTE)
     seqs = F.broadcast(rounds_df.select("round", "seq"))
     raw = (chained.where(F.col("fact").isNotNull()).select("fact.*")
            .join(seqs.select(F.col("round").alias("from_round"), F.col("seq").alias("from_seq")), "from_round")
            .join(seqs.select(F.col("round").alias("to_round"), F.col("seq").alias("to_seq")), "to_round"))
-    judge = topics.map_topics(timeline, tables.route_map(route_rows), opts.consumers, opts.strategy)
+    judge = topics.map_topics(timeline, tables.route_map(route_list), opts.consumers, opts.strategy)
+    del route_list
     with temporary_conf(spark, {"spark.sql.execution.arrow.maxRecordsPerBatch": "10000"}):
         judged = computed_once(
             raw.select("topic", "server", "from_seq", "to_seq", "asked", "route_key", "listed", "order_conf_kv")
             .repartition("topic").sortWithinPartitions("topic", "server", "from_seq")
             .mapInArrow(judge, from_arrow_schema(topics.TOPIC_OUT)))
-    chained.unpersist()  # all of it is in captures, route_rows and judged now
+    chained.unpersist()  # all of it is in captures, the routes and judged now
     writes.write(tables.routes(judged.where(F.col("fact").isNotNull()).select("fact.*"), route_rows), out, "routes",
                  dates)
     step("routes")
@@ -408,7 +418,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
             result.report = report.write_report(out, frames, first, rows)
             step("report")
     writes.wait()
-    for df in (captures, route_rows, judged, wins):
+    for df in (captures, judged, wins):
         df.unpersist()
     return result
 
