@@ -22,8 +22,9 @@ Steps (stderr says which one runs):
    summary's per-round counts as changes;
 3. divergence: those segments and the cluster-wide comparison per round;
 4. windows (the per-topic pass's); brokers, broker_events: on the driver, from the
-   captures' cluster info it has read (presence.py), written by Spark; summary: small
-   aggregates collected in one Spark job, the rest on the driver (summary.py);
+   captures' cluster info it has read (presence.py), written by Spark while the
+   per-topic pass runs; summary: small aggregates collected in one Spark job, the rest
+   on the driver (summary.py);
 5. report.html from small aggregates of those tables (report.py: its first questions asked
    with the summary's, then one Spark job).
 
@@ -331,11 +332,26 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
         echo(f"ingest: {seen.unreadable} unreadable capture files (listed in {out}/captures with unreadable = true)")
     step("captures")
 
+    # brokers, broker_events: from the captures' cluster info the driver has read, one
+    # broker's presence rows at a time (all of them are rounds x servers x brokers).
+    # Worked out and queued for writing now, so that their writes run beside the
+    # per-topic pass rather than after it.
+    echo("brokers: registrations and broker events")
+    round_rows = rounds.round_rows(files)
+    broker_rows: list[dict[str, Any]] = []
+    event_rows: list[dict[str, Any]] = []
+    for pres in presence.per_broker(files, round_rows):
+        broker_rows += presence.brokers(pres)
+        event_rows += presence.broker_events(pres, round_rows)
+    writes.write(_driver_frame(spark, broker_rows, presence.BROKERS), out, "brokers", dates)
+    events = _driver_frame(spark, event_rows, presence.BROKER_EVENTS)
+    writes.write(events, out, "broker_events", dates)
+    step("brokers")
+
     # 2. routes: the chains' fact intervals, shuffled by topic, merged where they continue
     # each other and compared across servers in the same pass (topics.py), which also
     # yields the divergence segments, the windows and the summary's per-round counts.
     echo("routes: fact intervals, merged and compared topic by topic")
-    round_rows = rounds.round_rows(files)
     rounds_df = rounds.frame(spark, round_rows)
     timeline = rounds.timeline(files, round_rows)
     route_rows = _driver_frame(spark, route_list, chains.ROUTE)
@@ -375,21 +391,10 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
 
     # 4. The small tables, each computed once, written, and read by the next ones and by
     # the report from memory rather than from their Parquet files.
-    echo("windows, brokers, summary")
+    echo("windows, summary")
     wins = computed_once(tables.windows(judged.where(F.col("window").isNotNull()).select("window.*")).coalesce(1))
     writes.write(wins, out, "windows", dates)
     step("windows")
-    # From the captures' cluster info the driver has read already: Spark only writes them.
-    # (one broker's presence rows at a time: all of them are rounds x servers x brokers)
-    broker_rows: list[dict[str, Any]] = []
-    event_rows: list[dict[str, Any]] = []
-    for pres in presence.per_broker(files, round_rows):
-        broker_rows += presence.brokers(pres)
-        event_rows += presence.broker_events(pres, round_rows)
-    writes.write(_driver_frame(spark, broker_rows, presence.BROKERS), out, "brokers", dates)
-    events = _driver_frame(spark, event_rows, presence.BROKER_EVENTS)
-    writes.write(events, out, "broker_events", dates)
-    step("brokers")
     # The summary's inputs, the run's counts and the report's first questions, all
     # small, in one Spark job; the rest on the driver (summary.py, report.py), which
     # holds the captures' and the broker events' rows already.
