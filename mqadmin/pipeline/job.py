@@ -25,8 +25,8 @@ Steps (stderr says which one runs):
    captures' cluster info it has read (presence.py), written by Spark while the
    per-topic pass runs; summary: small aggregates collected in one Spark job, the rest
    on the driver (summary.py);
-5. report.html from small aggregates of those tables (report.py: its first questions asked
-   with the summary's, then one Spark job).
+5. report.html from small aggregates of those tables (report.py: its questions asked
+   with the summary's, in the same Spark job).
 
 No task grows with the number of rounds: the work splits by chain, then by topic.
 Every table is partitioned by ``date`` and written with dynamic partition overwrite, so
@@ -395,7 +395,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
     wins = computed_once(tables.windows(judged.where(F.col("window").isNotNull()).select("window.*")).coalesce(1))
     writes.write(wins, out, "windows", dates)
     step("windows")
-    # The summary's inputs, the run's counts and the report's first questions, all
+    # The summary's inputs, the run's counts and the report's questions, all
     # small, in one Spark job; the rest on the driver (summary.py, report.py), which
     # holds the captures' and the broker events' rows already.
     page = opts.report and ("://" not in out or out.startswith("file:"))  # the page goes to a local OUT only
@@ -406,7 +406,14 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
     if page:
         from mqadmin.pipeline import report
 
-        questions.update(report_held=report.held(bad), report_names=report.window_names(wins))
+        # The windows' questions need the pseudo-topics: the names the driver holds, and
+        # those Spark works out in the same job (the windows', the disagreeing clusters').
+        names = (report.window_names(wins).unionByName(summary.disagreeing_clusters(sweep)).coalesce(1)
+                 .distinct())
+        answers = report.driver_answers(files, event_rows)
+        known = {r["n"] for r in answers["names"]} | summary.listed_clusters(round_rows, files)
+        questions.update(report_held=report.held(bad), **{f"report_{k}": q for k, q in report.window_questions(
+            wins, known, names).items()})
     writes.wait()  # the large writes done before the small questions' settings apply
     with temporary_conf(spark, SMALL_RESULTS):
         got = tables.collect_small(questions)
@@ -418,9 +425,9 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
         step("summary")
         if page:
             echo("report: drawing")
-            first = report.driver_answers(files, event_rows)
-            first = {**first, "held": got["report_held"], "names": first["names"] + got["report_names"]}
-            result.report = report.write_report(out, frames, first, rows)
+            first = {**answers, "held": got["report_held"]}
+            result.report = report.write_report(out, frames, first, rows,
+                                                {k: got[f"report_{k}"] for k in ("hist", "grouped", "per_day")})
             step("report")
     writes.wait()
     for df in (captures, judged, wins):
