@@ -302,12 +302,12 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
     # (captures and routes are small; the facts grow with the changes).
     echo("ingest: reading captures, chain by chain")
     chained = _chains(spark, opts).persist(StorageLevel.MEMORY_AND_DISK)
-    # One row per file, computed once (this runs the chain pass, on every core) into one
-    # partition: the many small steps reading it run one task each, and plan it as a
-    # scan of its rows, not as the chain pass again.
-    captures = computed_once(tables.captures(chained.where(F.col("capture").isNotNull()).select("capture.*"))
-                             .coalesce(1))
-    writes.write(captures, out, "captures")
+    # One row per file, in one partition and cached: the many small steps reading it run
+    # one task each, and plan it as a scan of its rows, not as the chain pass again. The
+    # first Spark job to read it (the next one, which runs the chain pass on every core)
+    # fills the cache: no checkpoint job of its own. Its write is queued after that job.
+    captures = (tables.captures(chained.where(F.col("capture").isNotNull()).select("capture.*")).coalesce(1)
+                .persist(StorageLevel.MEMORY_AND_DISK))
     # What the driver needs of the captures, read once (a row per file): the rounds, the
     # per-topic pass's timeline, the summary's clusters, and the dates of readable
     # captures (an unreadable file in a round without a readable one carries its mtime,
@@ -317,6 +317,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
     got = tables.collect_small({"files": rounds.captures_columns(captures),
                                 "routes": chained.where(F.col("route").isNotNull()).select("route.*")})
     files = got["files"]
+    writes.write(captures, out, "captures")
     route_list = tables.distinct_routes(got["routes"])
     del got
     seen = rounds.seen(files)
@@ -392,7 +393,9 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
     # 4. The small tables, each computed once, written, and read by the next ones and by
     # the report from memory rather than from their Parquet files.
     echo("windows, summary")
-    wins = computed_once(tables.windows(judged.where(F.col("window").isNotNull()).select("window.*")).coalesce(1))
+    # cached by the first job that reads it (its write, or the small questions)
+    wins = (tables.windows(judged.where(F.col("window").isNotNull()).select("window.*")).coalesce(1)
+            .persist(StorageLevel.MEMORY_AND_DISK))
     writes.write(wins, out, "windows", dates)
     step("windows")
     # The summary's inputs, the run's counts and the report's questions, all
