@@ -417,7 +417,9 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
         known = {r["n"] for r in answers["names"]} | summary.listed_clusters(round_rows, files)
         questions.update(report_held=report.held(bad), **{f"report_{k}": q for k, q in report.window_questions(
             wins, known, names).items()})
-    writes.wait()  # the large writes done before the small questions' settings apply
+    # Asked while the writes go on: the two cores are shared by the writes' tasks and this
+    # job's one task and planning. (A write planned while these settings hold runs
+    # without whole-stage code generation: the same rows, written a little slower.)
     with temporary_conf(spark, SMALL_RESULTS):
         got = tables.collect_small(questions)
         rows = [dict(zip(summary.COLUMNS, r))
