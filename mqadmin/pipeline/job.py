@@ -12,7 +12,8 @@ Steps (stderr says which one runs):
    (chains.py) reads each chain (a v2 server's files from one keyframe to the next, in
    round order; a v1 file alone) and yields the *captures* rows, the server's per-topic
    fact intervals and each distinct route's rows. The driver reads the captures table
-   once (a row per file) and works out the rounds from it (rounds.py);
+   (a row per file) and the routes' rows in one Spark job, and works out the rounds
+   from the former (rounds.py);
 2. routes: the fact intervals shuffled by topic; the per-topic pass (topics.py) joins a
    server's intervals where one continues another (cut at midnight), compares the
    servers once per run of rounds in which nothing changes, calling the diff module
@@ -21,10 +22,11 @@ Steps (stderr says which one runs):
    summary's per-round counts as changes;
 3. divergence: those segments and the cluster-wide comparison per round;
 4. windows (the per-topic pass's); brokers, broker_events: on the driver, from the
-   captures' cluster info it has read (presence.py), written by Spark; summary: small
-   aggregates collected in one Spark job, the rest on the driver (summary.py);
-5. report.html from small aggregates of those tables (report.py: its first questions asked
-   with the summary's, then one Spark job).
+   captures' cluster info it has read (presence.py), written by Spark while the
+   per-topic pass runs; summary: small aggregates collected in one Spark job, the rest
+   on the driver (summary.py);
+5. report.html from small aggregates of those tables (report.py: its questions asked
+   with the summary's, in the same Spark job).
 
 No task grows with the number of rounds: the work splits by chain, then by topic.
 Every table is partitioned by ``date`` and written with dynamic partition overwrite, so
@@ -118,13 +120,16 @@ def _chains(spark: SparkSession, opts: JobOptions) -> DataFrame:
                            .mapInArrow(read, out_schema))
 
 
-def _driver_frame(spark: SparkSession, rows: Sequence[dict[str, Any]], ddl: str) -> DataFrame:
-    """Rows worked out on the driver as a one-partition DataFrame of the table schema
-    ``ddl``, through Arrow: the JVM reads them with no Python worker (a list of rows goes
-    through one at every action: twice the time of writing a small table)."""
-    schema = StructType.fromDDL(ddl)
-    assert isinstance(schema, StructType)
-    return spark.createDataFrame(pa.Table.from_pylist(list(rows), schema=to_arrow_schema(schema, timezone="UTC"))).coalesce(1)
+def _driver_frame(spark: SparkSession, rows: Sequence[dict[str, Any]], schema: str | pa.Schema) -> DataFrame:
+    """Rows worked out on the driver as a one-partition DataFrame of ``schema`` (a table's
+    DDL, or the Arrow schema a Python pass gives them in), through Arrow: the JVM reads
+    them with no Python worker (a list of rows goes through one at every action: twice
+    the time of writing a small table)."""
+    if isinstance(schema, str):
+        struct = StructType.fromDDL(schema)
+        assert isinstance(struct, StructType)
+        schema = to_arrow_schema(struct, timezone="UTC")
+    return spark.createDataFrame(pa.Table.from_pylist(list(rows), schema=schema)).coalesce(1)
 
 
 def _listing(spark: SparkSession, src: str, glob: str) -> DataFrame:
@@ -297,17 +302,24 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
     # (captures and routes are small; the facts grow with the changes).
     echo("ingest: reading captures, chain by chain")
     chained = _chains(spark, opts).persist(StorageLevel.MEMORY_AND_DISK)
-    # One row per file, computed once (this runs the chain pass, on every core) into one
-    # partition: the many small steps reading it run one task each, and plan it as a
-    # scan of its rows, not as the chain pass again.
-    captures = computed_once(tables.captures(chained.where(F.col("capture").isNotNull()).select("capture.*"))
-                             .coalesce(1))
-    writes.write(captures, out, "captures")
+    # One row per file, in one partition and cached: the many small steps reading it run
+    # one task each, and plan it as a scan of its rows, not as the chain pass again. The
+    # first Spark job to read it (the next one, which runs the chain pass on every core)
+    # fills the cache: no checkpoint job of its own. Its write is queued after that job.
+    captures = (tables.captures(chained.where(F.col("capture").isNotNull()).select("capture.*")).coalesce(1)
+                .persist(StorageLevel.MEMORY_AND_DISK))
     # What the driver needs of the captures, read once (a row per file): the rounds, the
     # per-topic pass's timeline, the summary's clusters, and the dates of readable
     # captures (an unreadable file in a round without a readable one carries its mtime,
     # and that date is no date of the history this run should clear: rounds.seen).
-    files = rounds.captures_rows(captures)
+    # The chain pass's distinct routes come in the same Spark job (the per-topic pass
+    # needs them on the driver; the routes table joins them from there).
+    got = tables.collect_small({"files": rounds.captures_columns(captures),
+                                "routes": chained.where(F.col("route").isNotNull()).select("route.*")})
+    files = got["files"]
+    writes.write(captures, out, "captures")
+    route_list = tables.distinct_routes(got["routes"])
+    del got
     seen = rounds.seen(files)
     dates = result.dates = seen.dates
     if not dates:
@@ -321,26 +333,41 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
         echo(f"ingest: {seen.unreadable} unreadable capture files (listed in {out}/captures with unreadable = true)")
     step("captures")
 
+    # brokers, broker_events: from the captures' cluster info the driver has read, one
+    # broker's presence rows at a time (all of them are rounds x servers x brokers).
+    # Worked out and queued for writing now, so that their writes run beside the
+    # per-topic pass rather than after it.
+    echo("brokers: registrations and broker events")
+    round_rows = rounds.round_rows(files)
+    broker_rows: list[dict[str, Any]] = []
+    event_rows: list[dict[str, Any]] = []
+    for pres in presence.per_broker(files, round_rows):
+        broker_rows += presence.brokers(pres)
+        event_rows += presence.broker_events(pres, round_rows)
+    writes.write(_driver_frame(spark, broker_rows, presence.BROKERS), out, "brokers", dates)
+    events = _driver_frame(spark, event_rows, presence.BROKER_EVENTS)
+    writes.write(events, out, "broker_events", dates)
+    step("brokers")
+
     # 2. routes: the chains' fact intervals, shuffled by topic, merged where they continue
     # each other and compared across servers in the same pass (topics.py), which also
     # yields the divergence segments, the windows and the summary's per-round counts.
     echo("routes: fact intervals, merged and compared topic by topic")
-    round_rows = rounds.round_rows(files)
     rounds_df = rounds.frame(spark, round_rows)
     timeline = rounds.timeline(files, round_rows)
-    route_rows = computed_once(chained.where(F.col("route").isNotNull()).select("route.*")
-                               .dropDuplicates(["route_key", "broker_seq"]).coalesce(1))
+    route_rows = _driver_frame(spark, route_list, chains.ROUTE)
     seqs = F.broadcast(rounds_df.select("round", "seq"))
     raw = (chained.where(F.col("fact").isNotNull()).select("fact.*")
            .join(seqs.select(F.col("round").alias("from_round"), F.col("seq").alias("from_seq")), "from_round")
            .join(seqs.select(F.col("round").alias("to_round"), F.col("seq").alias("to_seq")), "to_round"))
-    judge = topics.map_topics(timeline, tables.route_map(route_rows), opts.consumers, opts.strategy)
+    judge = topics.map_topics(timeline, tables.route_map(route_list), opts.consumers, opts.strategy)
+    del route_list
     with temporary_conf(spark, {"spark.sql.execution.arrow.maxRecordsPerBatch": "10000"}):
         judged = computed_once(
             raw.select("topic", "server", "from_seq", "to_seq", "asked", "route_key", "listed", "order_conf_kv")
             .repartition("topic").sortWithinPartitions("topic", "server", "from_seq")
             .mapInArrow(judge, from_arrow_schema(topics.TOPIC_OUT)))
-    chained.unpersist()  # all of it is in captures, route_rows and judged now
+    chained.unpersist()  # all of it is in captures, the routes and judged now
     writes.write(tables.routes(judged.where(F.col("fact").isNotNull()).select("fact.*"), route_rows), out, "routes",
                  dates)
     step("routes")
@@ -365,22 +392,13 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
 
     # 4. The small tables, each computed once, written, and read by the next ones and by
     # the report from memory rather than from their Parquet files.
-    echo("windows, brokers, summary")
-    wins = computed_once(tables.windows(judged.where(F.col("window").isNotNull()).select("window.*")).coalesce(1))
+    echo("windows, summary")
+    # cached by the first job that reads it (its write, or the small questions)
+    wins = (tables.windows(judged.where(F.col("window").isNotNull()).select("window.*")).coalesce(1)
+            .persist(StorageLevel.MEMORY_AND_DISK))
     writes.write(wins, out, "windows", dates)
     step("windows")
-    # From the captures' cluster info the driver has read already: Spark only writes them.
-    # (one broker's presence rows at a time: all of them are rounds x servers x brokers)
-    broker_rows: list[dict[str, Any]] = []
-    event_rows: list[dict[str, Any]] = []
-    for pres in presence.per_broker(files, round_rows):
-        broker_rows += presence.brokers(pres)
-        event_rows += presence.broker_events(pres, round_rows)
-    writes.write(_driver_frame(spark, broker_rows, presence.BROKERS), out, "brokers", dates)
-    events = _driver_frame(spark, event_rows, presence.BROKER_EVENTS)
-    writes.write(events, out, "broker_events", dates)
-    step("brokers")
-    # The summary's inputs, the run's counts and the report's first questions, all
+    # The summary's inputs, the run's counts and the report's questions, all
     # small, in one Spark job; the rest on the driver (summary.py, report.py), which
     # holds the captures' and the broker events' rows already.
     page = opts.report and ("://" not in out or out.startswith("file:"))  # the page goes to a local OUT only
@@ -391,8 +409,17 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
     if page:
         from mqadmin.pipeline import report
 
-        questions.update(report_held=report.held(bad), report_names=report.window_names(wins))
-    writes.wait()  # the large writes done before the small questions' settings apply
+        # The windows' questions need the pseudo-topics: the names the driver holds, and
+        # those Spark works out in the same job (the windows', the disagreeing clusters').
+        names = (report.window_names(wins).unionByName(summary.disagreeing_clusters(sweep)).coalesce(1)
+                 .distinct())
+        answers = report.driver_answers(files, event_rows)
+        known = {r["n"] for r in answers["names"]} | summary.listed_clusters(round_rows, files)
+        questions.update(report_held=report.held(bad), **{f"report_{k}": q for k, q in report.window_questions(
+            wins, known, names).items()})
+    # Asked while the writes go on: the two cores are shared by the writes' tasks and this
+    # job's one task and planning. (A write planned while these settings hold runs
+    # without whole-stage code generation: the same rows, written a little slower.)
     with temporary_conf(spark, SMALL_RESULTS):
         got = tables.collect_small(questions)
         rows = [dict(zip(summary.COLUMNS, r))
@@ -403,12 +430,12 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
         step("summary")
         if page:
             echo("report: drawing")
-            first = report.driver_answers(files, event_rows)
-            first = {**first, "held": got["report_held"], "names": first["names"] + got["report_names"]}
-            result.report = report.write_report(out, frames, first, rows)
+            first = {**answers, "held": got["report_held"]}
+            result.report = report.write_report(out, frames, first, rows,
+                                                {k: got[f"report_{k}"] for k in ("hist", "grouped", "per_day")})
             step("report")
     writes.wait()
-    for df in (captures, route_rows, judged, wins):
+    for df in (captures, judged, wins):
         df.unpersist()
     return result
 

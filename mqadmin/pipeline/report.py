@@ -5,7 +5,7 @@ the page, so the file opens offline and fetches nothing: no CDN, no fonts, no Ma
 Only small aggregates leave Spark: a row per round, per (bounds, server) of the
 disagreeing divergence rows, per duration bucket and cause, per broker event (at most
 ``MAX_EVENTS``), per (date, cluster), the worst windows and the cluster and broker names,
-in two Spark jobs (the job asks the first questions with its own: one).
+in two Spark jobs (the job asks them all with its own questions: none of its own).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import bisect
 import html
 from datetime import datetime, UTC
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import plotly.graph_objects as go
 from pyspark.sql import Column, DataFrame, Window
@@ -162,31 +162,50 @@ def held(div: DataFrame) -> DataFrame:
             .groupBy("valid_from_ms", "valid_to_ms", "server").count())
 
 
+def window_questions(wins: DataFrame, names: Collection[str], more_names: DataFrame | None = None
+                     ) -> dict[str, DataFrame]:
+    """What the page asks of the windows (small results: tables.collect_small): a row per
+    duration bucket and cause, the longest windows grouped by incident, and per (date,
+    cluster) the longest, each of business topics apart from the others. The pseudo-topics
+    are ``names`` and, when given, ``more_names``: a one-partition frame of names (``n``,
+    distinct, none null) that Spark works out in the same job, so that the job asks
+    these questions with its first ones instead of in a Spark job after them."""
+    bucket = F.lit(len(BUCKETS) - 1)
+    for i, (bound, _) in reversed(list(enumerate(BUCKETS[:-1]))):
+        bucket = F.when(F.col("duration_s") < bound, F.lit(i)).otherwise(bucket)
+    hist = wins.groupBy(bucket.alias("bucket"), "cause").count()
+    apart = system_topic(F.col("topic")) | F.col("topic").isin(sorted(names))
+    if more_names is not None:
+        # broadcast: the windows keep their one partition, so the aggregates below need
+        # no shuffle (a sort-merge join would shuffle both sides)
+        wins = wins.join(F.broadcast(more_names.select(F.col("n").alias("topic"), F.lit(True).alias("named"))),
+                         "topic", "left")
+        apart = apart | F.coalesce(F.col("named"), F.lit(False))
+    return {"hist": hist, "grouped": _grouped(wins, apart), "per_day": _per_day(wins, apart)}
+
+
 def collect_report_data(frames: Mapping[str, DataFrame], first: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
-                        summary: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+                        summary: Sequence[Mapping[str, Any]] | None = None,
+                        second: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> dict[str, Any]:
     """The small aggregates the page shows (plain Python values), from the tables
     ``captures``, ``divergence``, ``windows``, ``broker_events`` and ``summary``.
 
-    ``first`` holds the answers to ``first_questions(frames)`` and ``summary`` the summary
-    table's rows when the caller has them already (the job asks the first with its own
-    small questions, and works out the summary itself); what is missing is asked in one
-    Spark job. The windows' aggregates, which need the pseudo-topics, take another."""
+    ``first`` holds the answers to ``first_questions(frames)``, ``summary`` the summary
+    table's rows and ``second`` the answers to ``window_questions`` when the caller has
+    them already (the job asks the first and the windows' with its own small questions,
+    and works out the summary itself); what is missing is asked in one Spark job, and
+    the windows' questions, which need the pseudo-topics, in another."""
     if first is None or summary is None:
         asked = collect_small({**(first_questions(frames) if first is None else {}),
                                **({"summary": frames["summary"]} if summary is None else {})})
         first = asked if first is None else first
         summary = asked["summary"] if summary is None else summary
-    wins = frames["windows"]
     rounds = first["rounds"]
     times = sorted(r["capture_ms"] for r in rounds if r["capture_ms"] is not None)
     counts = per_time(times, first["held"])
-    bucket = F.lit(len(BUCKETS) - 1)
-    for i, (bound, _) in reversed(list(enumerate(BUCKETS[:-1]))):
-        bucket = F.when(F.col("duration_s") < bound, F.lit(i)).otherwise(bucket)
-    names = {r["n"] for r in first["names"]} | {s["cluster"] for s in summary if s["cluster"] is not None}
-    apart = system_topic(F.col("topic")) | F.col("topic").isin(sorted(names))
-    second = collect_small({"hist": wins.groupBy(bucket.alias("bucket"), "cause").count(),
-                            "grouped": _grouped(wins, apart), "per_day": _per_day(wins, apart)})
+    if second is None:
+        names = {r["n"] for r in first["names"]} | {s["cluster"] for s in summary if s["cluster"] is not None}
+        second = collect_small(window_questions(frames["windows"], names))
     grouped = sorted(second["grouped"], key=lambda g: (g["apart"], g["rank"]))
     per_day: dict[bool, dict[tuple[Any, Any], list[dict[str, Any]]]] = {False: {}, True: {}}
     for r in second["per_day"]:
@@ -378,11 +397,12 @@ def render_html(data: dict[str, Any]) -> str:
 
 
 def write_report(out: str, frames: Mapping[str, DataFrame], first: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
-                 summary: Sequence[Mapping[str, Any]] | None = None) -> Path:
+                 summary: Sequence[Mapping[str, Any]] | None = None,
+                 second: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> Path:
     """Write OUT/report.html (OUT a local directory) from the tables in ``frames``
-    (``first``, ``summary``: as collect_report_data takes them)."""
+    (``first``, ``summary``, ``second``: as collect_report_data takes them)."""
     path = Path(out.removeprefix("file:")) / "report.html"
-    text = render_html(collect_report_data(frames, first, summary))
+    text = render_html(collect_report_data(frames, first, summary, second))
     tmp = path.with_name(".report.html.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)

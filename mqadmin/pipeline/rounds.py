@@ -40,12 +40,18 @@ def time_of(ms: int) -> datetime:
 def captures_rows(captures: DataFrame) -> list[dict[str, Any]]:
     """The columns of the captures table the driver works with, a dict per file (the
     cluster info as ``brokers`` and ``clusters`` side by side: presence.py)."""
+    return captures_columns(captures).toArrow().to_pylist()
+
+
+def captures_columns(captures: DataFrame) -> DataFrame:
+    """``captures_rows``' question, for a caller that asks it with others in one Spark job
+    (tables.collect_small)."""
     has_order_ns = F.coalesce(F.array_contains(F.map_keys("kv"), ORDER_TOPIC_CONFIG), F.lit(False))
     return captures.select(
         "round", "capture_ms", "server", "ok", "unreadable", "has_topic_list", has_order_ns.alias("has_order_ns"),
         "has_cluster_info", F.col("cluster_brokers.broker").alias("brokers"),
         F.col("cluster_brokers.cluster").alias("clusters"),
-    ).toArrow().to_pylist()
+    )
 
 
 def answered(row: Mapping[str, Any]) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from mqadmin.pipeline.topics import NO_CLUSTER
@@ -85,6 +85,31 @@ def disagreeing(rounds: Sequence[Mapping[str, Any]], sweep: Sequence[Mapping[str
     return out
 
 
+def _listed(captures: Sequence[Mapping[str, Any]]) -> set[tuple[Any, Any]]:
+    """(round, cluster) for every cluster a server gave in its cluster info that round."""
+    return {(c["round"], cluster) for c in captures if c["ok"] is True and c["has_cluster_info"] is True
+            for cluster in c["clusters"] or ()}
+
+
+def listed_clusters(rounds: Sequence[Mapping[str, Any]], captures: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The clusters of summary rows that come from the cluster info (the others come from
+    ``disagreeing_clusters``), before the summary is worked out: the report's
+    pseudo-topics include them."""
+    known = {r["round"] for r in rounds}
+    return {cluster for rnd, cluster in _listed(captures) if rnd in known and cluster is not None}
+
+
+def disagreeing_clusters(sweep: DataFrame) -> DataFrame:
+    """The clusters ``disagreeing`` finds a disagreeing topic in at some round (a running
+    sum of the sweep's topic changes above 0), as a Spark question: one-partition
+    ``sweep`` in, one-partition names (``n``) out, for the report's pseudo-topics to be
+    asked in the job's one Spark job of small questions. Nulls left out."""
+    changes = sweep.where(F.col("cluster").isNotNull()).groupBy("cluster", "seq").agg(F.sum("topics").alias("t"))
+    running = F.sum("t").over(Window.partitionBy("cluster").orderBy("seq"))
+    return (changes.select("cluster", running.alias("run")).where(F.col("run") > 0)
+            .select(F.col("cluster").alias("n")).distinct())
+
+
 def summary_rows(rounds: Sequence[Mapping[str, Any]], captures: Sequence[Mapping[str, Any]],
                  got: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[tuple[Any, ...]]:
     """The summary's rows (SUMMARY order) from the rounds (rounds.round_rows), the
@@ -95,8 +120,7 @@ def summary_rows(rounds: Sequence[Mapping[str, Any]], captures: Sequence[Mapping
     topic of the cluster disagreed and no window of the cluster bridged a silent server at
     that round's time, unknown time when only the latter."""
     bad = disagreeing(rounds, got["sweep"])
-    known = {(c["round"], cluster) for c in captures if c["ok"] is True and c["has_cluster_info"] is True
-             for cluster in c["clusters"] or ()}
+    known = _listed(captures)
     spans: dict[str, list[tuple[int, int]]] = {}
     for s in got["spans"]:
         spans.setdefault(s["cluster"], []).append((s["start_ms"], s["end_ms"]))

@@ -1,7 +1,8 @@
 """The analysis tables as DataFrame transformations (Spark SQL functions; ``route_map``
-collects a small input of the per-topic pass, ``collect_small`` several small results at
-once). The rounds (rounds.py), the summary (summary.py) and the brokers and broker_events
-tables (presence.py) are worked out on the driver.
+and ``distinct_routes`` shape a small input of the per-topic pass on the driver,
+``collect_small`` collects several small results at once). The rounds (rounds.py), the
+summary (summary.py) and the brokers and broker_events tables (presence.py) are worked
+out on the driver.
 
 Each function takes DataFrames and returns one; job.py wires them, writes them and
 keeps the small ones cached. Conventions shared by every table (SCHEMA.md):
@@ -18,7 +19,7 @@ keeps the small ones cached. Conventions shared by every table (SCHEMA.md):
 from __future__ import annotations
 
 from functools import reduce
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -63,11 +64,24 @@ def routes(facts: DataFrame, route_rows: DataFrame) -> DataFrame:
             .select(*head, *[c for c in route_rows.columns if c not in head and c not in ("route_key",)]))
 
 
-def route_map(route_rows: DataFrame) -> dict[bytes, list[dict[str, Any]]]:
+def distinct_routes(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chain pass's route rows (chains.ROUTE), each (route_key, broker_seq) once, as
+    Spark's ``dropDuplicates`` on those columns kept them. A task emits every route its
+    chains name, so a route named in several tasks comes once from each; the copies are
+    equal, since the key is a hash of the route's content. Done on the driver, which
+    needs them all for ``route_map`` anyway: no shuffle, no Spark job of its own."""
+    out: dict[tuple[bytes, Any], dict[str, Any]] = {}
+    for row in rows:
+        out.setdefault((row["route_key"], row["broker_seq"]), row)
+    return list(out.values())
+
+
+def route_map(route_rows: Iterable[Mapping[str, Any]]) -> dict[bytes, list[dict[str, Any]]]:
     """raw route key -> its template rows in broker order (small: one row per broker of
     each distinct route), for the per-topic pass to rebuild the views it compares."""
     out: dict[bytes, list[dict[str, Any]]] = {}
-    for row in route_rows.toArrow().to_pylist():
+    for route in route_rows:
+        row = dict(route)
         out.setdefault(row.pop("route_key"), []).append(row)
     for rows in out.values():
         rows.sort(key=lambda r: r["broker_seq"])

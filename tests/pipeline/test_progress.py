@@ -27,7 +27,7 @@ def test_steps_and_task_counts_of_a_running_job(spark: Any, tmp_path: Any) -> No
     text = "".join(written)
     steps = [line for line in text.splitlines() if not line.startswith("analyze:   ")]
     assert steps[0] == "analyze: ingest: reading captures, chain by chain"
-    assert steps[-1] == "analyze: windows, brokers, summary"
+    assert steps[-1] == "analyze: windows, summary"
     moved = re.findall(r"^analyze:   (\d+)/(\d+) tasks, (\d+) s$", text, re.M)
     assert moved, text
     assert all(0 <= int(done) <= int(total) for done, total, _ in moved)
