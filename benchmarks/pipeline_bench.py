@@ -16,11 +16,11 @@ SparkSession, four baselines:
   flattened, nothing written), the least any job that reads the captures pays.
 
 It prints the job's time, the Spark jobs it ran (each a round trip the driver waits for),
-its time as a ratio to each floor (goals: <= 3x the routes copy, issue #16, and against
-the decode floor) and, between the sizes, time per route row (goal: linear growth, ratio
-near 1). A tiny warm-up job runs first so that JVM start-up and code generation are not
-billed to the first size; its time is printed, since a one-off ``mqadmin analyze`` (a new
-JVM each time) pays it.
+its time as a ratio to each floor (goal: <= 3x the decode floor; issue #16 states it
+against the routes copy, which since issue #22 no longer measures the input) and, between
+the sizes, time per route row (goal: linear growth, ratio near 1). A tiny warm-up job
+runs first so that JVM start-up and code generation are not billed to the first size;
+its time is printed, since a one-off ``mqadmin analyze`` (a new JVM each time) pays it.
 
     python benchmarks/pipeline_bench.py [--sizes 1000000,4000000] [--format v1|v2] [--master local[*]] [--conf K=V ...]
 
@@ -188,7 +188,11 @@ def main() -> int:
               f"in {spark_jobs} Spark jobs ({steps})  windows {result.counts.get('windows')}")
         print(f"{'':>10}  baselines: action {action:.2f} s, read+count {count:.2f} s, full scan {scan:.2f} s, "
               f"routes copy {copy:.2f} s, decode every capture {decode:.2f} s")
-        print(f"{'':>10}  job / routes copy {job / copy:.1f}x (goal <= 3x), job / decode {job / decode:.1f}x, "
+        # Issue #16 states its 3x against the routes copy; since the routes table holds
+        # intervals (issue #22) that copy no longer measures the input, and the decode
+        # floor is the one the goal is held to (asked of the planners to restate).
+        print(f"{'':>10}  job / decode {job / decode:.1f}x (goal <= 3x), job / routes copy {job / copy:.1f}x "
+              f"(issue #16's floor, no longer the input's size), "
               f"job / full scan {job / scan:.1f}x, job / read+count {job / count:.1f}x; "
               f"the job writes {len(TABLES)} tables")
     if len(results) > 1:
