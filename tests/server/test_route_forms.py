@@ -22,7 +22,7 @@ from mqnamesrv.protocol.command import request
 from mqnamesrv.protocol.errors import ProtocolError
 from mqnamesrv.protocol.frame import decode_payload, encode
 from mqnamesrv.protocol.register import register_request
-from mqnamesrv.server.route_answers import SHAPE_LIMIT, RouteAnswers, cut_opaque, cut_topic
+from mqnamesrv.server.route_answers import FORM_LIMIT, RouteAnswers, cut_opaque, cut_topic
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 from tests.server.test_route_answers_property import InProcessServer, inproc, raw_answers  # noqa: F401 (a fixture)
@@ -177,7 +177,7 @@ def route_queries(draw: st.DrawFn) -> list[bytes]:
     return heads
 
 
-@settings(max_examples=100, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(heads=route_queries())
 def test_every_answer_is_the_plain_answer_however_the_topic_is_written(server: InProcessServer,
                                                                         heads: list[bytes]) -> None:
@@ -200,9 +200,9 @@ def test_the_property_above_reaches_the_form_path(server: InProcessServer) -> No
 
 def test_forms_are_bounded() -> None:
     answers = RouteAnswers(limit=10)
-    for i in range(SHAPE_LIMIT + 5):
+    for i in range(FORM_LIMIT + 5):
         answers.learn(b"form-%d" % i, (True, None))
-    assert len(answers._forms) <= SHAPE_LIMIT
+    assert len(answers._forms) <= FORM_LIMIT
 
 
 # ------------------------------------------------------------ runs of frames ----

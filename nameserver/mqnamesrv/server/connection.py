@@ -125,7 +125,8 @@ class Connection(asyncio.BufferedProtocol):
             # Route queries answerable undecoded are answered a run at a time, cut in the
             # decoder's buffer (kept_run); the frame a run stops at goes the plain way.
             # Metrics time each request: then each goes the plain way.
-            run = fast and metrics is None
+            runs = fast and metrics is None
+            run = runs
             while unsent <= limit and unsent < batch_end:
                 if run:
                     run = False  # until a frame has gone the plain way
@@ -160,7 +161,7 @@ class Connection(asyncio.BufferedProtocol):
                             metrics.observe(RequestCode.GET_ROUTEINFO_BY_TOPIC, hit[0])
                         answers.append(hit[1])
                         unsent += len(hit[1])
-                        run = fast and metrics is None
+                        run = runs
                         continue
                     # (decode_reply: decode_payload's result, faster for a plain JSON header)
                     cmd = decode_payload(payload) if cut is None else decode_reply(payload)
@@ -175,7 +176,7 @@ class Connection(asyncio.BufferedProtocol):
                 if answer is not None:
                     answers.append(answer)
                     unsent += len(answer)
-                run = fast and metrics is None
+                run = runs
             if answers:
                 # Past the transport's high-water mark (the same limit) this calls
                 # pause_writing, which ends the loop until the client reads.

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import struct
 from array import array
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Hashable, Mapping, Sequence, Union
@@ -36,10 +35,9 @@ from ..registry.kv import KVStore
 from ..registry.route5 import SYNC_BROKER_MEMBER_GROUP_PREFIX, ZONE_MODE, ZONE_NAME, filter_by_zone, requested_zone, \
     with_acting_masters
 from ..registry.routes import QueueMap, RouteTable, StagedTopics, TopicsDiff
-from .route_answers import Cut, RouteAnswers, cut_topic, form_holds
+from .route_answers import REFUSED, Cut, RouteAnswers, answer_frame, cut_topic, form_holds
 
 log = logging.getLogger("nameserver")
-_FRAME_PREFIX = struct.Struct(">Ii")
 
 Network = Union[ipaddress.IPv4Network, ipaddress.IPv6Network]
 FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
@@ -407,14 +405,19 @@ class Processor:
                                      if key[5] not in topics and brokers.isdisjoint(value[0])}
         self._answers_seen = epoch
 
-    def cached_answer(self, cut: Cut) -> tuple[int, bytes] | None:
-        """(response code, answer frame) for a route query answered before but for its
-        opaque (``cut`` by ``route_answers.cut_opaque``), without decoding it; None:
-        decode it and ``handle`` it."""
+    def _sync_if_written(self) -> None:
+        """``_sync_answers`` if anything was written since it last ran (``answers_epoch``,
+        spelled out: this runs for every route query or read of them)."""
         routes_seen, kv_seen, config_seen = self._answers_seen
         if self.routes.generation != routes_seen or self.kv.generation != kv_seen or \
                 self.config.generation != config_seen:
             self._sync_answers()
+
+    def cached_answer(self, cut: Cut) -> tuple[int, bytes] | None:
+        """(response code, answer frame) for a route query answered before but for its
+        opaque (``cut`` by ``route_answers.cut_opaque``), without decoding it; None:
+        decode it and ``handle`` it."""
+        self._sync_if_written()
         hit = self.route_answers.answer(cut)
         if hit is not None:
             self.route_cache_hits += 1
@@ -426,10 +429,7 @@ class Processor:
         """``cached_answer`` for the route queries at the head of a decoder's buffer, in
         one call (``RouteAnswers.run``): (answer frames, their bytes, bytes of ``buf``
         answered)."""
-        routes_seen, kv_seen, config_seen = self._answers_seen
-        if self.routes.generation != routes_seen or self.kv.generation != kv_seen or \
-                self.config.generation != config_seen:
-            self._sync_answers()
+        self._sync_if_written()
         frames, size, used, hits = self.route_answers.run(buf, room, max_frame, max_header, self._formed)
         self.route_cache_hits += hits
         return frames, size, used
@@ -445,7 +445,7 @@ class Processor:
         if formed is None:
             return None
         form = answers.form(formed[0])
-        if form is None:
+        if form is None or form is REFUSED:
             return None
         topic = formed[1]
         queues = self.routes.queues_of(topic)
@@ -454,11 +454,9 @@ class Processor:
         except Exception:  # TOPIC_NOT_EXIST, or a bug: answered (and logged) the plain way
             return None
         head, tail = self._route_header
-        digits = cut[1]
         answers.keep(cut[0], ResponseCode.SUCCESS, head, tail, body, (topic, queues))
         self.route_form_answers += 1
-        header_len = len(head) + len(digits) + len(tail)
-        return b"".join((_FRAME_PREFIX.pack(4 + header_len + len(body), header_len), head, digits, tail, body))
+        return answer_frame(head, cut[1], tail, body)
 
     def remember_answer(self, cut: Cut, cmd: RemotingCommand, response: RemotingCommand, frame: bytes) -> None:
         """Offer ``frame``, the answer to ``cmd`` (whose frame was ``cut``), for reuse."""
@@ -690,16 +688,17 @@ class Processor:
             return None
         digits = str(cmd.opaque).encode()
         head, tail = self._route_header
-        header_len = len(head) + len(digits) + len(tail)
         source = self._route_source
         if digits == cut[1] and source is not None and source[0] is cmd:
-            self.route_answers.keep(cut[0], ResponseCode.SUCCESS, head, tail, body, (source[1], source[2]))
+            answers = self.route_answers
+            answers.keep(cut[0], ResponseCode.SUCCESS, head, tail, body, (source[1], source[2]))
             # The first request of its form: once proven to read as its form and topic, later
-            # ones are answered from those (cached_answer).
+            # ones are answered from those (cached_answer); a form refused once is not
+            # proven (decoded again) at every request in it.
             formed = cut_topic(cut[0])
-            if formed is not None and form_holds(cut, formed, cmd):
-                self.route_answers.learn(formed[0], _route_form(cmd))
-        return b"".join((_FRAME_PREFIX.pack(4 + header_len + len(body), header_len), head, digits, tail, body))
+            if formed is not None and answers.form(formed[0]) is None:
+                answers.learn(formed[0], _route_form(cmd) if form_holds(cut, formed, cmd) else REFUSED)
+        return answer_frame(head, digits, tail, body)
 
     def get_cluster_info(self, cmd: RemotingCommand, conn: Hashable) -> RemotingCommand:
         return self._ok(cmd, body=self.routes.cluster_info().encode())

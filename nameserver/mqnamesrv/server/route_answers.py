@@ -80,7 +80,9 @@ _TOPIC_NAME = b'"topic"'
 _TOPIC_FIELD = b'"topic":"'
 _TOPIC_VALUE = re.compile(rb"[%|a-zA-Z0-9_-]+")
 #: the most request forms kept (cleared when full): a fleet's clients write a handful
-SHAPE_LIMIT = 1024
+FORM_LIMIT = 1024
+#: what is learnt of a form that did not prove to read as form plus topic (``form_holds``)
+REFUSED = "refused"
 
 
 def cut_topic(key: bytes) -> tuple[bytes, str] | None:
@@ -135,6 +137,13 @@ def form_holds(cut: Cut, formed: tuple[bytes, str], cmd: RemotingCommand) -> boo
                          cmd.body)
 
 
+def answer_frame(head: bytes, digits: bytes, tail: bytes, body: bytes) -> bytes:
+    """An answer's frame: its header ``head``, the request's opaque ``digits`` and ``tail``,
+    then ``body``. (``RouteAnswers.run`` spells it out: it runs for every kept answer.)"""
+    header_len = len(head) + len(digits) + len(tail)
+    return b"".join((_PREFIX.pack(4 + header_len + len(body), header_len), head, digits, tail, body))
+
+
 #: what a kept answer was computed from: its topic, and the topic's queue map then
 #: (None: the topic had none), whose broker names lead to the groups the route lists
 Source = tuple[str, Iterable[str] | None]
@@ -172,10 +181,7 @@ class RouteAnswers:
         if entry is None:
             self.misses += 1
             return None
-        code, head, tail, body, fixed, _, _ = entry
-        digits = cut[1]
-        header_len = fixed + len(digits)
-        return code, b"".join((_PREFIX.pack(4 + header_len + len(body), header_len), head, digits, tail, body))
+        return entry[0], answer_frame(entry[1], cut[1], entry[2], entry[3])
 
     def run(self, buf: bytearray, room: int, max_frame: int, max_header: int,
             formed: Callable[[Cut], bytes | None]) -> tuple[list[bytes], int, int, int]:
@@ -233,7 +239,7 @@ class RouteAnswers:
     def learn(self, key: bytes, form: Hashable) -> None:
         """Requests of the form ``key`` (``cut_topic``) are answered by ``form`` and their topic.
         Forms depend on nothing the registry holds: ``clear`` keeps them."""
-        if len(self._forms) >= SHAPE_LIMIT:
+        if len(self._forms) >= FORM_LIMIT:
             self._forms.clear()
         self._forms[key] = form
 
@@ -297,4 +303,5 @@ class RouteAnswers:
         self._pieces.clear()
 
 
-__all__ = ["Cut", "RouteAnswers", "Source", "cut_opaque", "cut_topic", "form_holds"]
+__all__ = ["FORM_LIMIT", "REFUSED", "Cut", "RouteAnswers", "Source", "answer_frame", "cut_opaque", "cut_topic",
+           "form_holds"]
