@@ -242,3 +242,69 @@ def test_a_header_over_the_limit_is_refused_after_the_answers_before_it(
         assert client.recv(timeout=5).opaque == 2  # type: ignore[union-attr]
         assert client.recv(timeout=5) is None
     assert "exceeds the limit of 1024 bytes" in ns.stderr()
+
+
+# ------------------------------------------------------------- the last form ----
+
+def _key(head: bytes) -> bytes | None:
+    cut = cut_opaque(frame(head)[4:])
+    return None if cut is None else cut[0]
+
+
+def test_the_last_form_cuts_only_what_cut_topic_cuts_the_same_way() -> None:
+    """``in_last_form`` (and ``run``, which spells it out) takes two compares for
+    ``cut_topic``'s scans; it must find a topic only where ``cut_topic`` finds the same
+    one in the same form."""
+    answers = RouteAnswers(limit=10)
+    taught = _key(header('"topic":"ta"'))
+    assert taught is not None
+    formed = cut_topic(taught)
+    assert formed is not None
+    answers.use_form(formed[0], (True, None))
+    for value, found in [("tb", "tb"), ("t|%-_9", "t|%-_9"), ("topic", None), ("", None), ('t\\"b', None),
+                         ("t\\u0061", None), ("t'b", None), ("t b", None), ("t\u00e9", None),
+                         ('ta","topic":"tb', None), ('ta","x":"y', None)]:
+        key = _key(header(f'"topic":"{value}"'))
+        assert key is not None
+        got = answers.in_last_form(key)
+        assert (None if got is None else got[0]) == found, value
+        if got is not None:
+            assert got[1] == (True, None) and cut_topic(key) == (formed[0], found)
+    # another form (another dialect) is not the last one
+    other = _key(header('"topic":"tb"', version=317))
+    assert other is not None and answers.in_last_form(other) is None and cut_topic(other) is not None
+
+
+@settings(max_examples=200, deadline=None, database=None, derandomize=True)
+@given(heads=route_queries(), pick=st.integers(0, 11),
+       values=st.lists(st.text(alphabet='ab|%-_"\\\' éu0topic', max_size=8), max_size=6))
+def test_the_last_form_agrees_with_cut_topic(heads: list[bytes], pick: int, values: list[str]) -> None:
+    keys = [k for k in map(_key, heads) if k is not None]
+    taught = [k for k in keys if cut_topic(k) is not None]
+    assume(taught)
+    form = cut_topic(taught[pick % len(taught)])[0]  # type: ignore[index]
+    answers = RouteAnswers(limit=10)
+    answers.use_form(form, "learnt")
+    at = form.index(b'"topic":"') + len(b'"topic":"')
+    # the same form around any characters, and every key of the examples
+    for key in [form[:at] + v.encode() + form[at:] for v in values] + keys:
+        got = answers.in_last_form(key)
+        if got is not None:
+            assert got[1] == "learnt" and cut_topic(key) == (form, got[0])
+
+
+def test_the_run_answers_a_topic_only_by_the_name_the_decode_reads(inproc: InProcessServer) -> None:
+    """A topic whose name is written with a JSON escape reads as another name: the run's
+    cut must not look up the bytes as written, even in the last form used. A broker
+    registers both names with different queues, so a wrong lookup shows in the answer."""
+    literal = "a\\u0062"  # six characters, backslash included; JSON reads it as "ab"
+    body = RegisterBrokerBody(DataVersion(1, 1_700_000_000_000),
+                              {t: TopicConfig(t, n, n, perm=6) for t, n in (("ta", 1), ("ab", 2), (literal, 3))},
+                              []).encode()
+    heads = [header('"topic":"ta"', opaque=1), header('"topic":"tb"', opaque=2), header(f'"topic":"{literal}"', opaque=3),
+             header('"topic":"topic"', opaque=4), header('"topic":"ab"', opaque=5)]
+    with RawClient(inproc.addr) as broker:  # held: a broker whose connection closes is removed
+        assert broker.call(register_request("C1", "b1", "127.0.0.1:10911", 0, body)).code == 0
+        before = forms_used(inproc)
+        ask(inproc, heads)  # each answer the plain one: the escaped name reads as "ab"
+        assert forms_used(inproc) - before == 1  # "ab", in ta's form, by the run's own cut

@@ -139,6 +139,9 @@ class Connection(asyncio.BufferedProtocol):
                             continuing = False
                             answers += frames
                             unsent += size
+                            if not buf:  # all of it answered: what next_payload would find
+                                drained = True
+                                break
                             continue
                 try:
                     payload = decoder.next_payload()

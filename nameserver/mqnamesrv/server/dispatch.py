@@ -219,8 +219,6 @@ class Processor:
         # other. Both drop only what a write touched (``_sync_answers``), all on a config change.
         self._route_cache: dict[tuple[object, ...], tuple[QueueMap, bytes]] = {}
         self.route_cache_hits = 0
-        #: route queries answered from their form and topic, undecoded (``cached_answer``)
-        self.route_form_answers = 0
         #: whole answers to route queries, reused with the next request's opaque
         self.route_answers = RouteAnswers(ROUTE_CACHE_LIMIT)
         #: what writes touched since the caches last dropped it (see _sync_answers)
@@ -430,9 +428,15 @@ class Processor:
         one call (``RouteAnswers.run``): (answer frames, their bytes, bytes of ``buf``
         answered)."""
         self._sync_if_written()
-        frames, size, used, hits = self.route_answers.run(buf, room, max_frame, max_header, self._formed)
+        frames, size, used, hits = self.route_answers.run(buf, room, max_frame, max_header, self._formed,
+                                                          self._form_body, self._route_header)
         self.route_cache_hits += hits
         return frames, size, used
+
+    @property
+    def route_form_answers(self) -> int:
+        """Route queries answered from their form and topic, undecoded."""
+        return self.route_answers.formed
 
     def _formed(self, cut: Cut) -> bytes | None:
         """The answer frame to a route query no kept answer matched (``cut``), from its
@@ -441,22 +445,36 @@ class Processor:
         # A topic not asked for in this form since a write touched it: the form says what
         # a decode would have, so the answer is built without one.
         answers = self.route_answers
-        formed = cut_topic(cut[0])
-        if formed is None:
+        last = answers.in_last_form(cut[0])
+        if last is None:
+            formed = cut_topic(cut[0])
+            if formed is None:
+                return None
+            form = answers.form(formed[0])
+            if form is None or form is REFUSED:
+                return None
+            answers.use_form(formed[0], form)
+            topic = formed[1]
+        else:
+            topic, form = last
+        built = self._form_body(topic, form)
+        if built is None:
             return None
-        form = answers.form(formed[0])
-        if form is None or form is REFUSED:
-            return None
-        topic = formed[1]
-        queues = self.routes.queues_of(topic)
-        try:
-            body = self._body_of(topic, queues, form)  # type: ignore[arg-type]
-        except Exception:  # TOPIC_NOT_EXIST, or a bug: answered (and logged) the plain way
-            return None
+        body, queues = built
         head, tail = self._route_header
         answers.keep(cut[0], ResponseCode.SUCCESS, head, tail, body, (topic, queues))
-        self.route_form_answers += 1
+        answers.formed += 1
         return answer_frame(head, cut[1], tail, body)
+
+    def _form_body(self, topic: str, form: Hashable) -> tuple[bytes, QueueMap | None] | None:
+        """``topic``'s route body for a request of ``form`` and the queue map it was computed
+        from; None: none (TOPIC_NOT_EXIST, answered the plain way) or a bug (answered,
+        and logged, the plain way). The caches are in sync (``_sync_if_written``)."""
+        queues = self.routes.topic_queue_table.get(topic)  # queues_of, without its call
+        try:
+            return self._body_of(topic, queues, form), queues  # type: ignore[arg-type]
+        except Exception:
+            return None
 
     def remember_answer(self, cut: Cut, cmd: RemotingCommand, response: RemotingCommand, frame: bytes) -> None:
         """Offer ``frame``, the answer to ``cmd`` (whose frame was ``cut``), for reuse."""
@@ -651,7 +669,8 @@ class Processor:
         acting = self._acting_enabled and not topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX)
         if len(self._route_cache) > ROUTE_CACHE_LIMIT:
             self._route_cache.clear()
-        key = (id(queues), standard, order_conf, zone, acting, topic if self.routes.has_mappings(topic) else None)
+        key = (id(queues), standard, order_conf, zone, acting,
+               topic if topic in self.routes.topic_mapping_table else None)  # has_mappings, without its call
         hit = self._route_cache.get(key)
         if hit is not None and hit[0] is queues:
             self.route_cache_hits += 1
