@@ -52,3 +52,31 @@ def test_metrics_follow_requests(start_namesrv: Callable[..., NameServerProcess]
             assert time.monotonic() < deadline
             time.sleep(0.05)
         assert scrape(ns)["rocketmq_namesrv_topics"] == 0
+
+
+def test_metrics_count_pipelined_route_queries_answered_in_one_run(
+        start_namesrv: Callable[..., NameServerProcess]) -> None:
+    """With metrics on, a read's route queries are still answered in one call; the run
+    is counted in one update: each query once, by its result, in the latency histogram."""
+    from mqnamesrv.protocol.frame import encode
+
+    ns = start_namesrv(extra_args=["--metrics-port", "0"])
+    broker = RawClient(ns.addr)
+    assert broker.call(register("broker-a", topics={"t1": 4, "t2": 4})).code == 0
+    with RawClient(ns.addr) as c:
+        assert c.call(request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "t1"}, opaque=1)).code == 0
+        topics = ["t1"] * 10 + ["nope"] * 5 + ["t2"] * 5
+        c.send_bytes(b"".join(encode(request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": t}, opaque=2 + i))
+                              for i, t in enumerate(topics)))
+        answers = [c.recv(timeout=5) for _ in topics]
+        assert [a.code for a in answers] == [0 if t != "nope" else 17 for t in topics]  # type: ignore[union-attr]
+        m = scrape(ns)
+    broker.close()
+    assert m['rocketmq_namesrv_requests_total{code="GET_ROUTEINFO_BY_TOPIC",result="SUCCESS"}'] == 16
+    assert m['rocketmq_namesrv_requests_total{code="GET_ROUTEINFO_BY_TOPIC",result="TOPIC_NOT_EXIST"}'] == 5
+    assert m["rocketmq_namesrv_route_query_seconds_count"] == 21
+    buckets = [(float(k.split('"')[1]), v) for k, v in m.items()
+               if k.startswith("rocketmq_namesrv_route_query_seconds_bucket")]
+    assert [v for _, v in sorted(buckets)] == sorted(v for _, v in buckets)  # cumulative
+    assert max(buckets) == (float("inf"), 21)
+    assert 0 < m["rocketmq_namesrv_route_query_seconds_sum"] < 21 * 0.05

@@ -124,16 +124,19 @@ class Connection(asyncio.BufferedProtocol):
             decoder = self.decoder
             # Route queries answerable undecoded are answered a run at a time, cut in the
             # decoder's buffer (kept_run); the frame a run stops at goes the plain way.
-            # Metrics time each request: then each goes the plain way.
-            runs = fast and metrics is None
+            # Metrics count a run's queries in one update, each taking its share of its time.
+            runs = fast
             run = runs
             while unsent <= limit and unsent < batch_end:
                 if run:
                     run = False  # until a frame has gone the plain way
                     buf = decoder.small_frames()
                     if buf is not None and len(buf) >= 8:
-                        frames, size, used = processor.kept_run(buf, min(limit + 1, batch_end) - unsent,
-                                                                decoder.max_frame, decoder.max_header)
+                        started = time.perf_counter() if metrics is not None else 0.0
+                        frames, size, used, not_found = processor.kept_run(buf, min(limit + 1, batch_end) - unsent,
+                                                                           decoder.max_frame, decoder.max_header)
+                        if metrics is not None:
+                            metrics.observe_routes(len(frames) - not_found, not_found, time.perf_counter() - started)
                         if used:
                             decoder.consume(used)
                             continuing = False

@@ -423,15 +423,16 @@ class Processor:
         frame = self._formed(cut)
         return None if frame is None else (ResponseCode.SUCCESS, frame)
 
-    def kept_run(self, buf: bytearray, room: int, max_frame: int, max_header: int) -> tuple[list[bytes], int, int]:
+    def kept_run(self, buf: bytearray, room: int, max_frame: int,
+                 max_header: int) -> tuple[list[bytes], int, int, int]:
         """``cached_answer`` for the route queries at the head of a decoder's buffer, in
         one call (``RouteAnswers.run``): (answer frames, their bytes, bytes of ``buf``
-        answered)."""
+        answered, how many of the answers are TOPIC_NOT_EXIST)."""
         self._sync_if_written()
-        frames, size, used, hits = self.route_answers.run(buf, room, max_frame, max_header, self._formed,
-                                                          self._form_body, self._route_header)
+        frames, size, used, hits, not_found = self.route_answers.run(buf, room, max_frame, max_header, self._formed,
+                                                                     self._form_body, self._route_header)
         self.route_cache_hits += hits
-        return frames, size, used
+        return frames, size, used, not_found
 
     @property
     def route_form_answers(self) -> int:

@@ -197,7 +197,7 @@ class RouteAnswers:
     def run(self, buf: bytearray, room: int, max_frame: int, max_header: int,
             formed: Callable[[Cut], bytes | None],
             body_for: Callable[[str, Hashable], tuple[bytes, Iterable[str] | None] | None],
-            route_header: tuple[bytes, bytes]) -> tuple[list[bytes], int, int, int]:
+            route_header: tuple[bytes, bytes]) -> tuple[list[bytes], int, int, int, int]:
         """Answers to the route queries at the head of ``buf`` (a decoder's ``small_frames``),
         cut in place, from kept answers or, on a miss, from their form: the loop
         ``cut_opaque`` and ``answer`` make per frame, in one call for a whole read. A
@@ -208,8 +208,9 @@ class RouteAnswers:
         Stops before the first frame that must be decoded, or one out of bounds (the
         decoder refuses it), incomplete, or once ``room`` bytes of answers are made.
         Returns (the answer frames, their bytes, the bytes of ``buf`` they answered, the
-        kept ones used); the caller consumes those bytes of ``buf``."""
-        answers, out, pos, used, hits, misses, formed_here = self._answers, [], 0, 0, 0, 0, 0
+        kept ones used, the answers that are TOPIC_NOT_EXIST); the caller consumes those
+        bytes of ``buf``."""
+        answers, out, pos, used, hits, misses, formed_here, not_found = self._answers, [], 0, 0, 0, 0, 0, 0
         size = len(buf)
         unpack, find, match_digits = _PREFIX_WORDS.unpack_from, buf.find, _DIGITS.match
         before, after, form = self._last_form
@@ -274,12 +275,14 @@ class RouteAnswers:
                     header_len = fixed + len(digits)
                     frame = b"".join((_PREFIX.pack(4 + header_len + len(body), header_len), head, digits, tail, body))
                     hits += 1
+                    if code:
+                        not_found += 1
                 out.append(frame)
                 used += len(frame)
                 pos = end
         self.misses += misses
         self.formed += formed_here
-        return out, used, pos, hits
+        return out, used, pos, hits, not_found
 
     def form(self, key: bytes) -> Hashable | None:
         """What was learnt (``learn``) of requests of the form ``key`` (``cut_topic``)."""
