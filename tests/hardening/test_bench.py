@@ -108,6 +108,10 @@ def test_bench_fleet_against_another_name_server(start_namesrv: Callable[..., Na
                                   "route_p99_under_churn", "longest_stall"}
     assert out["ratios"]["register_first"] > 0
     assert out["protocol_echo"]["requests"] == 2000 and out["protocol_echo"]["cpu_us_per_request"] >= 0
+    # the floor is taken right before and right after our route CPU passes, and averaged
+    runs = out["protocol_echo"]["cpu_us_per_request_runs"]
+    assert len(runs) == 2 and out["protocol_echo"]["cpu_us_per_request"] == round(sum(runs) / 2, 2)
+    assert "floor_runs" not in out["ours"] and "floor_runs" not in out["vs"]
 
 
 def test_the_protocol_echo_answers_each_request_with_its_own_opaque() -> None:
