@@ -122,6 +122,16 @@ def test_odd_opaques_and_look_alikes_are_answered_the_plain_way(namesrv: NameSer
             assert '"opaque":6' in miss.remark  # type: ignore[union-attr, operator]
             c.send_bytes(_raw_route('"order_topic"', " 8"))  # not the canonical form: decoded
             assert c.recv().opaque == 8  # type: ignore[union-attr]
+        # A second opaque member, after or before the one a kept key was cut at: the
+        # header is read the plain way, whose last member counts.
+        plain = _raw_route('"order_topic"', "5")
+        header = plain[8:]
+        for twice in (header[:-1] + b',"opaque":77}', b'{"opaque":77,' + header[1:]):
+            for _ in range(2):
+                c.send_bytes((4 + len(twice)).to_bytes(4, "big") + len(twice).to_bytes(4, "big") + twice)
+                answer = c.recv()
+                assert answer is not None and answer.code == 0
+                assert answer.opaque == (77 if twice.endswith(b"77}") else 5)
         # A one-way twin of a reused request gets no answer; the next request does.
         c.send_bytes(_raw_route('"order_topic"', "11", flag=2) + _raw_route('"order_topic"', "12"))
         assert c.recv().opaque == 12  # type: ignore[union-attr]

@@ -230,16 +230,20 @@ class RouteAnswers:
                 if at < 0:
                     break
                 start = at + _AFTER_KEY
-                if find(_OPAQUE_KEY, start, end) >= 0:
-                    break
                 match = match_digits(buf, start, end)
                 if match is None:
                     break
-                digits = bytes(match.group())
+                digits = match.group()
                 if len(digits) >= 10 and int(digits) not in _INT32:
                     break
-                key = b"".join((view[pos + 8:start], view[match.end():end]))
+                key = b"".join((view[pos + 8:start], view[start + len(digits):end]))
                 entry = answers.get(key)
+                # A second opaque is looked for on a miss only: every kept key holds exactly
+                # one ``"opaque":``, right before where its digits were cut (cut_opaque's
+                # check, or this one, came first), so a header cut at its first one to an
+                # equal key has that one alone (digits and what followed them hold none).
+                if entry is None and find(_OPAQUE_KEY, start, end) >= 0:
+                    break
                 if entry is None:
                     # A topic's first query since a write. In the form last answered from
                     # (``cut_topic``'s cut, spelled out: see ``in_last_form``), it is answered
