@@ -119,8 +119,9 @@ class Connection(asyncio.BufferedProtocol):
             deferred: tuple[RemotingCommand, Callable[[], RegisterParts | Exception]] | None = None
             drained = False
             fast = not log.isEnabledFor(logging.DEBUG)  # debug logs every request: the plain way
-            metrics = self.server.metrics
-            processor = self.server.processor
+            server = self.server
+            metrics = server.metrics
+            processor = server.processor
             decoder = self.decoder
             # Route queries answerable undecoded are answered a run at a time, cut in the
             # decoder's buffer (kept_run); the frame a run stops at goes the plain way.
@@ -134,7 +135,7 @@ class Connection(asyncio.BufferedProtocol):
                     if buf is not None and len(buf) >= 8:
                         started = time.perf_counter() if metrics is not None else 0.0
                         frames, size, used, not_found = processor.kept_run(buf, min(limit + 1, batch_end) - unsent,
-                                                                           decoder.max_frame, decoder.max_header)
+                                                                           server.max_frame, server.max_header)  # the decoder's
                         if metrics is not None:
                             metrics.observe_routes(len(frames) - not_found, not_found, time.perf_counter() - started)
                         if used:

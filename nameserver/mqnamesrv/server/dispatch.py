@@ -428,7 +428,10 @@ class Processor:
         """``cached_answer`` for the route queries at the head of a decoder's buffer, in
         one call (``RouteAnswers.run``): (answer frames, their bytes, bytes of ``buf``
         answered, how many of the answers are TOPIC_NOT_EXIST)."""
-        self._sync_if_written()
+        routes_seen, kv_seen, config_seen = self._answers_seen  # _sync_if_written, without its call
+        if self.routes.generation != routes_seen or self.kv.generation != kv_seen or \
+                self.config.generation != config_seen:
+            self._sync_answers()
         frames, size, used, hits, not_found = self.route_answers.run(buf, room, max_frame, max_header, self._formed,
                                                                      self._form_body, self._route_header)
         self.route_cache_hits += hits

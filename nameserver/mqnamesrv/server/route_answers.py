@@ -213,11 +213,7 @@ class RouteAnswers:
         answers, out, pos, used, hits, misses, formed_here, not_found = self._answers, [], 0, 0, 0, 0, 0, 0
         size = len(buf)
         unpack, find, match_digits = _PREFIX_WORDS.unpack_from, buf.find, _DIGITS.match
-        before, after, form = self._last_form
-        topic_value = _TOPIC_VALUE.fullmatch
-        by_topic = self._by_topic
-        route_head, route_tail = route_header
-        route_fixed = len(route_head) + len(route_tail)
+        before = None  # the last form and what a miss uses, looked up at the first miss
         with memoryview(buf) as view:
             while size - pos >= 8 and used < room:
                 length, header_len = unpack(buf, pos)
@@ -248,6 +244,11 @@ class RouteAnswers:
                     # A topic's first query since a write. In the form last answered from
                     # (``cut_topic``'s cut, spelled out: see ``in_last_form``), it is answered
                     # from that form and its topic here; otherwise by ``formed``, or decoded.
+                    if before is None:
+                        before, after, form = self._last_form
+                        topic_value, by_topic = _TOPIC_VALUE.fullmatch, self._by_topic
+                        route_head, route_tail = route_header
+                        route_fixed = len(route_head) + len(route_tail)
                     built = None
                     if key.startswith(before) and key.endswith(after):
                         value = key[len(before):len(key) - len(after)]
