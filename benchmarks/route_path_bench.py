@@ -3,7 +3,7 @@ the Python cost of a route query that no kept answer matches (a topic's first qu
 a write touched it) and of one answered from a kept answer (issue #19).
 
 One cluster of ``bench fleet``'s fleet (8 brokers x 10,000 topics) is registered, then
-pipelined route queries for every topic are fed to a Connection in reads of 8 frames, as
+pipelined route queries for every topic are fed to a Connection in reads of 8 frames (by default), as
 the load generator sends them, over a transport that only counts what is written. CPU
 time per request (``time.process_time``), the best of ``--repeat`` passes: first with
 nothing kept (every query a miss; the route bodies by queue map stay cached), then the
@@ -11,7 +11,11 @@ same queries again (every one a hit), each as a ratio to the floor of ``bench fl
 route CPU goal, its protocol echo, fed the same reads in the same run. The system calls
 and the event loop's own work, which ``bench fleet`` includes, are not in these figures.
 
-    python benchmarks/route_path_bench.py [--topics 10000] [--repeat 3]
+``--per-read N`` feeds N frames a read (a connection's cost per read shows as N falls);
+``--buffered`` hands the reads over as uvloop does (``get_buffer`` and ``buffer_updated``,
+the server's way) rather than as whole bytes (``data_received``).
+
+    python benchmarks/route_path_bench.py [--topics 10000] [--repeat 3] [--per-read 8] [--buffered]
 """
 
 from __future__ import annotations
@@ -70,12 +74,13 @@ class Host:
         self.write_limit, self.max_frame, self.max_header = config["writeBufferLimit"], config["frameMaxLength"], \
             config["headerMaxLength"]
         self.connections: set[Connection] = set()
+        self.read_buffer = memoryview(bytearray(256 * 1024))
 
     def connection_closed(self, conn: Connection) -> None:
         self.connections.discard(conn)
 
 
-def main(topics: int, repeat: int) -> None:
+def main(topics: int, repeat: int, per_read: int = 8, buffered: bool = False) -> None:
     config = NamesrvConfig()
     processor = Processor(RouteTable(), KVStore(), config)
     names = [f"c0_topic_{i:05d}" for i in range(topics)]
@@ -87,14 +92,18 @@ def main(topics: int, repeat: int) -> None:
     conn.connection_made(CountingTransport())  # type: ignore[arg-type]
     frames = [encode(request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": t}, opaque=i + 1))
               for i, t in enumerate(names)]
-    reads = [b"".join(frames[i:i + 8]) for i in range(0, len(frames), 8)]
+    reads = [b"".join(frames[i:i + per_read]) for i in range(0, len(frames), per_read)]
     gc.collect()
     gc.freeze()
 
     def per_request() -> float:
         start = time.process_time()
         for data in reads:
-            conn.data_received(data)
+            if buffered:  # as uvloop hands a read to a BufferedProtocol
+                conn.get_buffer(-1)[:len(data)] = data
+                conn.buffer_updated(len(data))
+            else:
+                conn.data_received(data)
         return (time.process_time() - start) / len(frames) * 1e6
 
     # The floor: bench fleet's protocol echo (parse each header, answer with its opaque)
@@ -127,5 +136,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--topics", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--per-read", type=int, default=8)
+    parser.add_argument("--buffered", action="store_true")
     args = parser.parse_args()
-    main(args.topics, args.repeat)
+    main(args.topics, args.repeat, args.per_read, args.buffered)
