@@ -87,6 +87,11 @@ class JobOptions:
 
 @dataclass
 class JobResult:
+    """What a run says of itself: each step's seconds, the counts (rounds, captures,
+    inconsistent (round, topic) pairs, windows, unreadable files, and ``route_rows``: the
+    distinct route rows the driver received for the per-topic pass), the dates it
+    covered and the page it drew."""
+
     timings: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     dates: list[str] = field(default_factory=list)
@@ -313,13 +318,15 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
     # captures (an unreadable file in a round without a readable one carries its mtime,
     # and that date is no date of the history this run should clear: rounds.seen).
     # The chain pass's distinct routes come in the same Spark job (the per-topic pass
-    # needs them on the driver; the routes table joins them from there).
-    got = tables.collect_small({"files": rounds.captures_columns(captures),
-                                "routes": chained.where(F.col("route").isNotNull()).select("route.*")})
+    # needs them on the driver; the routes table joins them from there), made distinct
+    # by Spark: the driver receives each route's rows once, however many tasks named it.
+    got = tables.collect_small({"files": rounds.captures_columns(captures), "routes": tables.distinct_routes(
+        chained.where(F.col("route").isNotNull()).select("route.*"))})
     files = got["files"]
     writes.write(captures, out, "captures")
-    route_list = tables.distinct_routes(got["routes"])
+    route_list = got["routes"]
     del got
+    result.counts["route_rows"] = len(route_list)
     seen = rounds.seen(files)
     dates = result.dates = seen.dates
     if not dates:

@@ -57,8 +57,9 @@ REMOTE = re.compile(r"sc://[^/\s:]+(:\d+)?(/;?\S*)?")
 #: tuned for start-up rather than throughput (SMALL_CONF).
 SMALL_INPUT = 64 << 20
 #: For a small local run, most of the wall time is the JVM warming up (class loading,
-#: JIT, code generation) and Spark's per-job overhead, not rows. The JIT's first tier only
-#: and the serial collector leave both cores to the job; without whole-stage code
+#: JIT, code generation) and Spark's per-job overhead, not rows. The serial collector
+#: (and the JIT's first tier only, as in every local run: LOCAL_JVM) leave both cores to
+#: the job; without whole-stage code
 #: generation no Java source is compiled per stage (and without adaptive execution, off
 #: for every local run, there are a third fewer Spark jobs); two shuffle partitions and two file splits per pass are plenty.
 #: Measured on 2 cores with 90 files (idle machine, class-data sharing on): 18.5-20.3 s
@@ -69,7 +70,13 @@ SMALL_CONF = {
     "spark.sql.files.minPartitionNum": "2",
 }
 
-SMALL_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SMALL_JVM = "-XX:+UseSerialGC"
+#: Every local run: the JIT's first tier (C1) only. The second (C2) compiles the hot code
+#: again, optimised, on compiler threads that take the cores from the job, and a local
+#: driver's JVM lives for one run: at 1 M route rows on 2 cores they used 10 of the JVM's
+#: 23 CPU seconds, and the job took 11-16 s without them against 20-21 s with them
+#: (pairs, base code, load ~4).
+LOCAL_JVM = "-XX:TieredStopAtLevel=1"
 #: Set to 0 to keep the driver JVM from using (and writing) a class-data sharing archive.
 CDS_VARIABLE = "MQADMIN_SPARK_CDS"
 
@@ -154,7 +161,7 @@ def builder(place: Place, app: str = "mqadmin-analyze") -> Any:
             if place.small:
                 for key, value in SMALL_CONF.items():
                     b = b.config(key, value)
-            jvm = " ".join(filter(None, (SMALL_JVM if place.small else "", class_archive_options())))
+            jvm = " ".join(filter(None, (LOCAL_JVM, SMALL_JVM if place.small else "", class_archive_options())))
             if jvm:
                 b = b.config("spark.driver.extraJavaOptions", jvm)
         b = b.config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "4g")

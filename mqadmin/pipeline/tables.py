@@ -1,5 +1,5 @@
 """The analysis tables as DataFrame transformations (Spark SQL functions; ``route_map``
-and ``distinct_routes`` shape a small input of the per-topic pass on the driver,
+shapes a small input of the per-topic pass on the driver from ``distinct_routes``,
 ``collect_small`` collects several small results at once). The rounds (rounds.py), the
 summary (summary.py) and the brokers and broker_events tables (presence.py) are worked
 out on the driver.
@@ -64,16 +64,17 @@ def routes(facts: DataFrame, route_rows: DataFrame) -> DataFrame:
             .select(*head, *[c for c in route_rows.columns if c not in head and c not in ("route_key",)]))
 
 
-def distinct_routes(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The chain pass's route rows (chains.ROUTE), each (route_key, broker_seq) once, as
-    Spark's ``dropDuplicates`` on those columns kept them. A task emits every route its
-    chains name, so a route named in several tasks comes once from each; the copies are
-    equal, since the key is a hash of the route's content. Done on the driver, which
-    needs them all for ``route_map`` anyway: no shuffle, no Spark job of its own."""
-    out: dict[tuple[bytes, Any], dict[str, Any]] = {}
-    for row in rows:
-        out.setdefault((row["route_key"], row["broker_seq"]), row)
-    return list(out.values())
+def distinct_routes(rows: DataFrame) -> DataFrame:
+    """The chain pass's route rows (chains.ROUTE), each (route_key, broker_seq) once.
+
+    A chain task emits each route its chains name once, but a route named in several
+    tasks comes once from each: collected as they are, a history whose topics have
+    routes of their own, read in hundreds of tasks, would put tasks x routes x brokers
+    rows on the driver. Spark's ``dropDuplicates`` keeps one copy per task before the
+    shuffle (a partial aggregate) and one in all after it, so what reaches the driver
+    is the distinct rows only. Any copy will do: the key is a hash of the route's
+    content, so the copies are equal."""
+    return rows.dropDuplicates(["route_key", "broker_seq"])
 
 
 def route_map(route_rows: Iterable[Mapping[str, Any]]) -> dict[bytes, list[dict[str, Any]]]:

@@ -1,5 +1,6 @@
 """The job asks its small questions in fewer Spark jobs than the tables' own questions
-would take: the distinct routes on the driver, the report's window questions with the
+would take: the distinct routes with the captures' rows (each once, however many chain
+tasks named it), the report's window questions with the
 summary's (their pseudo-topics partly worked out in Spark). Each shortcut gives what the
 longer way gives."""
 
@@ -9,16 +10,45 @@ from pathlib import Path
 from typing import Any
 
 from mqadmin.pipeline import summary
+from mqadmin.pipeline.job import TABLES, JobOptions, _chains, job_conf, run, temporary_conf
 from mqadmin.pipeline.report import collect_report_data, render_html
 from mqadmin.pipeline.synth import SynthPlan, synthesize
-from mqadmin.pipeline.tables import collect_small, distinct_routes
+from mqadmin.pipeline.tables import collect_small
 
 
-def test_distinct_routes_keeps_each_route_broker_once() -> None:
-    a0 = {"route_key": b"a", "broker_seq": 0, "broker": "x"}
-    a1 = {"route_key": b"a", "broker_seq": 1, "broker": "y"}
-    b0 = {"route_key": b"b", "broker_seq": 0, "broker": "x"}
-    assert distinct_routes([a0, a1, dict(a0), b0, dict(a1)]) == [a0, a1, b0]
+def _rows(spark: Any, out: Path, name: str) -> list[str]:
+    return sorted(repr(sorted(r.asDict(recursive=True).items())) for r in spark.read.parquet(str(out / name)).collect())
+
+
+def _route_rows_emitted(spark: Any, src: Path) -> tuple[int, int]:
+    """The chain pass's tasks and the route rows they emit between them, as the job
+    reads ``src`` with the session's settings."""
+    with temporary_conf(spark, job_conf(spark)):
+        chained = _chains(spark, JobOptions(str(src), "unused"))
+        return chained.rdd.getNumPartitions(), chained.where("route IS NOT NULL").count()
+
+
+def test_the_driver_gets_each_route_once_however_many_tasks_name_it(spark: Any, tmp_path: Path) -> None:
+    """Every chain task names every route here (each reads files of every server), so
+    the route rows the tasks emit grow with the tasks; those the driver receives
+    (``counts["route_rows"]``) are the distinct ones, as many as one task alone emits,
+    and the tables and the page are those of a run in one task."""
+    src = tmp_path / "captures"
+    synthesize(SynthPlan(src, servers=3, brokers=6, topics=40, hours=1, every=300, seed=4, events_per_day=50,
+                         version=1))
+    one_task = {"spark.sql.files.minPartitionNum": "1", "spark.sql.files.maxPartitionBytes": str(1 << 30)}
+    with temporary_conf(spark, one_task):
+        alone = run(spark, JobOptions(str(src), str(tmp_path / "one")))
+        assert _route_rows_emitted(spark, src)[0] == 1
+        distinct = _route_rows_emitted(spark, src)[1]
+    with temporary_conf(spark, {"spark.sql.files.minPartitionNum": "8"}):
+        spread = run(spark, JobOptions(str(src), str(tmp_path / "spread")))
+        tasks, emitted = _route_rows_emitted(spark, src)
+    assert tasks >= 6 and emitted >= 3 * distinct  # each task emits most routes
+    assert spread.counts["route_rows"] == alone.counts["route_rows"] == distinct
+    for name in TABLES:
+        assert _rows(spark, tmp_path / "spread", name) == _rows(spark, tmp_path / "one", name), name
+    assert (tmp_path / "spread" / "report.html").read_bytes() == (tmp_path / "one" / "report.html").read_bytes()
 
 
 def _page_of_tables(spark: Any, out: Path) -> str:
@@ -36,8 +66,6 @@ def test_the_jobs_page_is_the_page_of_its_tables(spark: Any, hand_history: dict[
 
 
 def test_the_same_page_with_many_windows_and_events(spark: Any, tmp_path: Path) -> None:
-    from mqadmin.pipeline.job import JobOptions, run
-
     synthesize(SynthPlan(tmp_path / "captures", servers=3, brokers=6, topics=40, hours=4, every=300, seed=4,
                          events_per_day=400))
     result = run(spark, JobOptions(str(tmp_path / "captures"), str(tmp_path / "out")))

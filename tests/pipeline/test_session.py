@@ -1,5 +1,6 @@
-"""session.py's decisions that need no JVM: which Python the workers run, the class-data
-sharing archive's life cycle, --conf parsing and the code archive."""
+"""session.py's decisions: which Python the workers run, the class-data sharing archive's
+life cycle, --conf parsing and the code archive (no JVM needed), and the options a local
+driver's JVM runs with."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -101,3 +103,11 @@ def test_code_archive_holds_every_module_of_ours(tmp_path: Path) -> None:
         assert expected and expected <= names
     assert "mqnamesrv/protocol/frame.py" in names and not any(n.startswith("nameserver/") for n in names)
     assert not any(n.startswith("tests/") or n.endswith(".pyc") for n in names)
+
+
+def test_a_local_driver_runs_the_jits_first_tier_only(spark: Any) -> None:
+    """A local session's JVM (the test session is one) is started without the JIT's
+    second tier, whose compiler threads would take the cores from the job."""
+    jvm = spark.sparkContext._jvm
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert session.LOCAL_JVM in arguments
