@@ -45,7 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mqadmin.pipeline.job import JobOptions, TABLES, job_conf, run, temporary_conf  # noqa: E402
-from mqadmin.pipeline import session  # noqa: E402
+from mqadmin.pipeline import launch, session  # noqa: E402
 from mqadmin.pipeline.synth import SynthPlan, synthesize  # noqa: E402
 from mqadmin.pipeline.delta import DeltaDecoder  # noqa: E402
 
@@ -71,7 +71,9 @@ def fleet_run(args: argparse.Namespace, work: Path) -> int:
               f"generated in {made:.0f} s")
         if args.analyze:
             start = time.perf_counter()  # start-up included, as a one-off `mqadmin analyze` pays it
-            spark = session.start(session.Place(args.master, conf=session.parse_conf(args.conf)), app="pipeline-bench")
+            first_tier = (launch.capture_bytes(caps) or 0) <= session.FIRST_TIER_INPUT  # as `mqadmin analyze` decides
+            spark = session.start(session.Place(args.master, conf=session.parse_conf(args.conf), first_tier=first_tier),
+                                  app="pipeline-bench")
             results = [run(spark, JobOptions(str(caps), str(work / f"out-{hours:g}h"), report=False))]
             took = time.perf_counter() - start
             spark.stop()

@@ -58,7 +58,7 @@ REMOTE = re.compile(r"sc://[^/\s:]+(:\d+)?(/;?\S*)?")
 SMALL_INPUT = 64 << 20
 #: For a small local run, most of the wall time is the JVM warming up (class loading,
 #: JIT, code generation) and Spark's per-job overhead, not rows. The serial collector
-#: (and the JIT's first tier only, as in every local run: LOCAL_JVM) leave both cores to
+#: (and the JIT's first tier only, as in every local run of a short input: LOCAL_JVM) leave both cores to
 #: the job; without whole-stage code
 #: generation no Java source is compiled per stage (and without adaptive execution, off
 #: for every local run, there are a third fewer Spark jobs); two shuffle partitions and two file splits per pass are plenty.
@@ -71,12 +71,16 @@ SMALL_CONF = {
 }
 
 SMALL_JVM = "-XX:+UseSerialGC"
-#: Every local run: the JIT's first tier (C1) only. The second (C2) compiles the hot code
-#: again, optimised, on compiler threads that take the cores from the job, and a local
-#: driver's JVM lives for one run: at 1 M route rows on 2 cores they used 10 of the JVM's
-#: 23 CPU seconds, and the job took 11-16 s without them against 20-21 s with them
-#: (pairs, base code, load ~4).
+#: A local run of up to FIRST_TIER_INPUT capture bytes: the JIT's first tier (C1) only.
+#: The second (C2) compiles the hot code again, optimised, on compiler threads that take
+#: the cores from the job, and a local driver's JVM lives for one run: at 1 M route rows
+#: on 2 cores they used 10 of the JVM's 23 CPU seconds, and the job took 11-16 s without
+#: them against 20-21 s with them (pairs, load ~4); at 4 M, 23-30 s against 25-51 s. A
+#: long run earns C2's code back: the JMH fleet over 6 h (568 M route rows, ~91 GiB as
+#: ``launch.capture_bytes`` counts) took 108-119 s with C1 only against 94-100 s with C2
+#: (its summary step 28-36 s against 15-17 s; two pairs, load ~2.5).
 LOCAL_JVM = "-XX:TieredStopAtLevel=1"
+FIRST_TIER_INPUT = 4 << 30
 #: Set to 0 to keep the driver JVM from using (and writing) a class-data sharing archive.
 CDS_VARIABLE = "MQADMIN_SPARK_CDS"
 
@@ -95,6 +99,9 @@ class Place:
     log: Path | None = None
     #: A small input (SMALL_INPUT): a local run is tuned for start-up (SMALL_CONF).
     small: bool = False
+    #: An input short enough that a local run's JVM is better off without the JIT's
+    #: second tier (FIRST_TIER_INPUT, LOCAL_JVM).
+    first_tier: bool = True
 
     @property
     def local(self) -> bool:
@@ -161,7 +168,8 @@ def builder(place: Place, app: str = "mqadmin-analyze") -> Any:
             if place.small:
                 for key, value in SMALL_CONF.items():
                     b = b.config(key, value)
-            jvm = " ".join(filter(None, (LOCAL_JVM, SMALL_JVM if place.small else "", class_archive_options())))
+            jvm = " ".join(filter(None, (LOCAL_JVM if place.first_tier else "", SMALL_JVM if place.small else "",
+                                         class_archive_options())))
             if jvm:
                 b = b.config("spark.driver.extraJavaOptions", jvm)
         b = b.config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "4g")

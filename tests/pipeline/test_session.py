@@ -111,3 +111,14 @@ def test_a_local_driver_runs_the_jits_first_tier_only(spark: Any) -> None:
     jvm = spark.sparkContext._jvm
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
     assert session.LOCAL_JVM in arguments
+
+
+def test_a_long_input_keeps_the_jits_second_tier() -> None:
+    """Up to FIRST_TIER_INPUT a local driver runs C1 only; past it (a run long enough to
+    earn C2's code back) the JVM keeps both tiers. The builder is inspected unstarted."""
+    def jvm_options(place: session.Place) -> str:
+        return str(session.builder(place)._options.get("spark.driver.extraJavaOptions", ""))
+
+    assert session.LOCAL_JVM in jvm_options(session.Place())
+    assert session.LOCAL_JVM not in jvm_options(session.Place(first_tier=False))
+    assert session.SMALL_INPUT < session.FIRST_TIER_INPUT
