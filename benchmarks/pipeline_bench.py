@@ -71,9 +71,9 @@ def fleet_run(args: argparse.Namespace, work: Path) -> int:
               f"generated in {made:.0f} s")
         if args.analyze:
             start = time.perf_counter()  # start-up included, as a one-off `mqadmin analyze` pays it
-            first_tier = (launch.capture_bytes(caps) or 0) <= session.FIRST_TIER_INPUT  # as `mqadmin analyze` decides
-            spark = session.start(session.Place(args.master, conf=session.parse_conf(args.conf), first_tier=first_tier),
-                                  app="pipeline-bench")
+            place = session.Place(args.master, conf=session.parse_conf(args.conf),
+                                  input_bytes=launch.capture_bytes(caps))  # tuned as `mqadmin analyze` tunes it
+            spark = session.start(place, app="pipeline-bench")
             results = [run(spark, JobOptions(str(caps), str(work / f"out-{hours:g}h"), report=False))]
             took = time.perf_counter() - start
             spark.stop()

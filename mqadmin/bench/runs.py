@@ -174,14 +174,14 @@ async def _churn(conn: NamesrvConnection, addr: str, broker: tuple[str, str, str
 
 async def _fleet_figures(addr: str, pid: int | None, *, conns: int, inflight: int, requests: int, repeat: int,
                          settle: float, say: Progress,
-                         floor: Callable[[int], Awaitable[dict[str, Any]]] | None = None) -> dict[str, Any]:
+                         floor: Callable[[int], Awaitable[None]] | None = None) -> dict[str, Any]:
     """Every fleet figure of one name server (``pid`` None: no memory or CPU figures).
     Memory growth is read as the last registration is answered and again ``settle``
     seconds later: what the server holds for the fleet once its periodic work ran
     (ours gives the parse's freed heap back then), which is the figure compared.
     ``floor``, if given (called with the route body's size), is measured right before
-    the route CPU passes and right after them (``floor_runs``): this machine's speed drifts by up to 1.6x within minutes,
-    so a floor taken apart from the passes it divides can be off by as much."""
+    the route CPU passes and right after them: this machine's speed drifts by up to 1.6x
+    within minutes, so a floor taken apart from the passes it divides can be off by as much."""
     fleet = _fleet()
     all_topics = sorted({t for *_, topics in fleet for t in topics})
     gc.collect()
@@ -218,10 +218,9 @@ async def _fleet_figures(addr: str, pid: int | None, *, conns: int, inflight: in
                                                [topics_body(topics, counter=n) for n in range(2, 2 + repeat)])
         changed = await _timed_registrations(held[0], addr, cluster, name, baddr, [
             topics_body(_one_percent_changed(topics, n), counter=n) for n in range(100, 100 + repeat)])
-        floor_runs = []
         if floor is not None:
             say("the protocol echo, before the route CPU passes")
-            floor_runs.append(await floor(route_bytes))
+            await floor(route_bytes)
         say(f"{addr}: route queries, quiet")
         cpu = _cpu_seconds(pid) if pid else None
         quiet = await drive_routes(addr, all_topics, conns=conns, inflight=inflight, requests=requests)
@@ -233,7 +232,7 @@ async def _fleet_figures(addr: str, pid: int | None, *, conns: int, inflight: in
         cpu_again = None if cpu is None else (_cpu_seconds(pid) - cpu) / again.requests  # type: ignore[arg-type]
         if floor is not None:
             say("the protocol echo, after the route CPU passes")
-            floor_runs.append(await floor(route_bytes))
+            await floor(route_bytes)
         say(f"{addr}: the loop's longest stall while one broker re-registers back to back")
         until = asyncio.Event()
         churn = asyncio.ensure_future(_churn(held[1], addr, fleet[1], repeat, until))
@@ -261,7 +260,6 @@ async def _fleet_figures(addr: str, pid: int | None, *, conns: int, inflight: in
         # the first pass's share of queries that are a topic's first (its answer built, not reused)
         "route_first_pass_first_queries": round(distinct_topics_asked(all_topics, conns=conns, requests=requests)
                                                 / quiet.requests, 3),
-        **({"floor_runs": floor_runs} if floor is not None else {}),
         "rss_growth_mb": None if rss_before is None else round((rss_after - rss_before) / 2**20, 1),  # type: ignore[operator]
         "rss_growth_at_once_mb": None if rss_before is None else round((rss_at_once - rss_before) / 2**20, 1),  # type: ignore[operator]
     }
@@ -313,12 +311,13 @@ async def bench_fleet(addr: str, *, pid: int | None, conns: int, inflight: int, 
     # The plain echo's cost is its system calls alone; the protocol echo also parses each
     # header and answers with its opaque, the least any name server does per request. It
     # runs right before and right after our route CPU passes, and the mean is the floor.
-    protocol: list[EchoServer] = []
+    protocol: list[EchoServer] = []  # started at the first run, when the route body's size is known
+    floor_runs: list[dict[str, Any]] = []
 
-    async def floor(body_size: int) -> dict[str, Any]:
+    async def floor(body_size: int) -> None:
         if not protocol:
             protocol.append(EchoServer(body_size, protocol=True))
-        return await _echo_run(protocol[0], some, conns, inflight, requests)
+        floor_runs.append(await _echo_run(protocol[0], some, conns, inflight, requests))
 
     try:
         ours = await _fleet_figures(addr, pid, conns=conns, inflight=inflight, requests=requests, repeat=repeat,
@@ -326,7 +325,6 @@ async def bench_fleet(addr: str, *, pid: int | None, conns: int, inflight: int, 
     finally:
         for echo_server in protocol:
             echo_server.close()
-    floor_runs = ours.pop("floor_runs")
     protocol_echo = {**floor_runs[-1], "cpu_us_per_request": round(statistics.mean(
         run["cpu_us_per_request"] for run in floor_runs), 2),
         "cpu_us_per_request_runs": [run["cpu_us_per_request"] for run in floor_runs]}

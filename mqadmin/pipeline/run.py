@@ -63,7 +63,7 @@ def analyze(a: Analysis, echo: Callable[[str], None], error: Callable[[str], Non
     launch.record_source(out, captures)
     place = session.Place(master=None if a.remote else (a.master or "local[*]"), remote=a.remote,
                           conf=dict(a.conf or {}), log=None if a.verbose or a.remote else out / session.LOG_NAME,
-                          small=size <= session.SMALL_INPUT, first_tier=size <= session.FIRST_TIER_INPUT)
+                          input_bytes=size)
     see_log = f" (Spark's log: {place.log})" if place.log else ""
     if not a.verbose:  # PySpark's own advice (Connect's client warns as the JVM logs): not ours to print
         warnings.filterwarnings("ignore", module=r"pyspark(\.|$)")

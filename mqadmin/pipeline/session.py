@@ -58,10 +58,10 @@ REMOTE = re.compile(r"sc://[^/\s:]+(:\d+)?(/;?\S*)?")
 SMALL_INPUT = 64 << 20
 #: For a small local run, most of the wall time is the JVM warming up (class loading,
 #: JIT, code generation) and Spark's per-job overhead, not rows. The serial collector
-#: (and the JIT's first tier only, as in every local run of a short input: LOCAL_JVM) leave both cores to
-#: the job; without whole-stage code
-#: generation no Java source is compiled per stage (and without adaptive execution, off
-#: for every local run, there are a third fewer Spark jobs); two shuffle partitions and two file splits per pass are plenty.
+#: (and the JIT's first tier only, as in every local run of a short input: LOCAL_JVM)
+#: leave both cores to the job; without whole-stage code generation no Java source is
+#: compiled per stage (and without adaptive execution, off for every local run, there are
+#: a third fewer Spark jobs); two shuffle partitions and two file splits per pass are plenty.
 #: Measured on 2 cores with 90 files (idle machine, class-data sharing on): 18.5-20.3 s
 #: for the whole command, against 35-50 s before.
 SMALL_CONF = {
@@ -97,11 +97,20 @@ class Place:
     conf: dict[str, str] = field(default_factory=dict)
     #: Spark's own output goes here unless None (then it stays on stderr).
     log: Path | None = None
-    #: A small input (SMALL_INPUT): a local run is tuned for start-up (SMALL_CONF).
-    small: bool = False
-    #: An input short enough that a local run's JVM is better off without the JIT's
-    #: second tier (FIRST_TIER_INPUT, LOCAL_JVM).
-    first_tier: bool = True
+    #: The captures' size as ``launch.capture_bytes`` counts it (None: not known), which
+    #: tunes a local run (``small``, ``first_tier``).
+    input_bytes: int | None = None
+
+    @property
+    def small(self) -> bool:
+        """A small input (SMALL_INPUT): a local run is tuned for start-up (SMALL_CONF)."""
+        return self.input_bytes is not None and self.input_bytes <= SMALL_INPUT
+
+    @property
+    def first_tier(self) -> bool:
+        """An input short enough (or of unknown size) that a local run's JVM is better off
+        without the JIT's second tier (FIRST_TIER_INPUT, LOCAL_JVM)."""
+        return self.input_bytes is None or self.input_bytes <= FIRST_TIER_INPUT
 
     @property
     def local(self) -> bool:

@@ -120,5 +120,5 @@ def test_a_long_input_keeps_the_jits_second_tier() -> None:
         return str(session.builder(place)._options.get("spark.driver.extraJavaOptions", ""))
 
     assert session.LOCAL_JVM in jvm_options(session.Place())
-    assert session.LOCAL_JVM not in jvm_options(session.Place(first_tier=False))
+    assert session.LOCAL_JVM not in jvm_options(session.Place(input_bytes=session.FIRST_TIER_INPUT + 1))
     assert session.SMALL_INPUT < session.FIRST_TIER_INPUT

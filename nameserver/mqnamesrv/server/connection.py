@@ -126,8 +126,7 @@ class Connection(asyncio.BufferedProtocol):
             # Route queries answerable undecoded are answered a run at a time, cut in the
             # decoder's buffer (kept_run); the frame a run stops at goes the plain way.
             # Metrics count a run's queries in one update, each taking its share of its time.
-            runs = fast
-            run = runs
+            run = fast
             while unsent <= limit and unsent < batch_end:
                 if run:
                     run = False  # until a frame has gone the plain way
@@ -156,20 +155,10 @@ class Connection(asyncio.BufferedProtocol):
                         break
                     continuing = False
                     assert isinstance(payload, (bytes, bytearray))
-                    # A route query asked before but for its opaque: its answer, undecoded.
-                    started = time.perf_counter() if metrics is not None else 0.0
-                    # cut once: the key to look up, and to keep a miss's answer by (a big frame
-                    # is no route query)
+                    # Decoded: the run (when on) has just declined this frame, so no kept
+                    # answer or known form answers it. Cut once, to keep its answer by (a big
+                    # frame is no route query).
                     cut = cut_opaque(payload) if type(payload) is bytes else None
-                    hit = processor.cached_answer(cut) if fast and cut is not None else None
-                    if hit is not None:
-                        if metrics is not None:
-                            metrics.route_latency.observe(time.perf_counter() - started)
-                            metrics.observe(RequestCode.GET_ROUTEINFO_BY_TOPIC, hit[0])
-                        answers.append(hit[1])
-                        unsent += len(hit[1])
-                        run = runs
-                        continue
                     # (decode_reply: decode_payload's result, faster for a plain JSON header)
                     cmd = decode_payload(payload) if cut is None else decode_reply(payload)
                 except ProtocolError as exc:
@@ -183,7 +172,7 @@ class Connection(asyncio.BufferedProtocol):
                 if answer is not None:
                     answers.append(answer)
                     unsent += len(answer)
-                run = runs
+                run = fast
             if answers:
                 # Past the transport's high-water mark (the same limit) this calls
                 # pause_writing, which ends the loop until the client reads.

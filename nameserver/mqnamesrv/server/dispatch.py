@@ -411,27 +411,13 @@ class Processor:
                 self.config.generation != config_seen:
             self._sync_answers()
 
-    def cached_answer(self, cut: Cut) -> tuple[int, bytes] | None:
-        """(response code, answer frame) for a route query answered before but for its
-        opaque (``cut`` by ``route_answers.cut_opaque``), without decoding it; None:
-        decode it and ``handle`` it."""
-        self._sync_if_written()
-        hit = self.route_answers.answer(cut)
-        if hit is not None:
-            self.route_cache_hits += 1
-            return hit
-        frame = self._formed(cut)
-        return None if frame is None else (ResponseCode.SUCCESS, frame)
-
     def kept_run(self, buf: bytearray, room: int, max_frame: int,
                  max_header: int) -> tuple[list[bytes], int, int, int]:
-        """``cached_answer`` for the route queries at the head of a decoder's buffer, in
-        one call (``RouteAnswers.run``): (answer frames, their bytes, bytes of ``buf``
-        answered, how many of the answers are TOPIC_NOT_EXIST)."""
-        routes_seen, kv_seen, config_seen = self._answers_seen  # _sync_if_written, without its call
-        if self.routes.generation != routes_seen or self.kv.generation != kv_seen or \
-                self.config.generation != config_seen:
-            self._sync_answers()
+        """Answers to the route queries at the head of a decoder's buffer that need no
+        decode (kept, or from their form), in one call (``RouteAnswers.run``): (answer
+        frames, their bytes, bytes of ``buf`` answered, how many of the answers are
+        TOPIC_NOT_EXIST)."""
+        self._sync_if_written()
         frames, size, used, hits, not_found = self.route_answers.run(buf, room, max_frame, max_header, self._formed,
                                                                      self._form_body, self._route_header)
         self.route_cache_hits += hits
@@ -448,19 +434,16 @@ class Processor:
         decode it (a form not learnt yet, no route, or not cut)."""
         # A topic not asked for in this form since a write touched it: the form says what
         # a decode would have, so the answer is built without one.
+        # (``RouteAnswers.run`` tried the form last answered from before asking.)
         answers = self.route_answers
-        last = answers.in_last_form(cut[0])
-        if last is None:
-            formed = cut_topic(cut[0])
-            if formed is None:
-                return None
-            form = answers.form(formed[0])
-            if form is None or form is REFUSED:
-                return None
-            answers.use_form(formed[0], form)
-            topic = formed[1]
-        else:
-            topic, form = last
+        formed = cut_topic(cut[0])
+        if formed is None:
+            return None
+        form = answers.form(formed[0])
+        if form is None or form is REFUSED:
+            return None
+        answers.use_form(formed[0], form)
+        topic = formed[1]
         built = self._form_body(topic, form)
         if built is None:
             return None
@@ -474,7 +457,7 @@ class Processor:
         """``topic``'s route body for a request of ``form`` and the queue map it was computed
         from; None: none (TOPIC_NOT_EXIST, answered the plain way) or a bug (answered,
         and logged, the plain way). The caches are in sync (``_sync_if_written``)."""
-        queues = self.routes.topic_queue_table.get(topic)  # queues_of, without its call
+        queues = self.routes.queues_of(topic)
         try:
             return self._body_of(topic, queues, form), queues  # type: ignore[arg-type]
         except Exception:
@@ -673,8 +656,7 @@ class Processor:
         acting = self._acting_enabled and not topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX)
         if len(self._route_cache) > ROUTE_CACHE_LIMIT:
             self._route_cache.clear()
-        key = (id(queues), standard, order_conf, zone, acting,
-               topic if topic in self.routes.topic_mapping_table else None)  # has_mappings, without its call
+        key = (id(queues), standard, order_conf, zone, acting, topic if self.routes.has_mappings(topic) else None)
         hit = self._route_cache.get(key)
         if hit is not None and hit[0] is queues:
             self.route_cache_hits += 1
@@ -716,7 +698,7 @@ class Processor:
             answers = self.route_answers
             answers.keep(cut[0], ResponseCode.SUCCESS, head, tail, body, (source[1], source[2]))
             # The first request of its form: once proven to read as its form and topic, later
-            # ones are answered from those (cached_answer); a form refused once is not
+            # ones are answered from those (kept_run); a form refused once is not
             # proven (decoded again) at every request in it.
             formed = cut_topic(cut[0])
             if formed is not None and answers.form(formed[0]) is None:

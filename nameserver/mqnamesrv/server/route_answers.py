@@ -6,8 +6,8 @@ cost ~10 us a request in Python, most of a route query's CPU. So the first answe
 GET_ROUTEINFO_BY_TOPIC is kept, keyed by the request's header bytes with the opaque's
 digits cut out, as the answer's frame cut at its opaque; the same request again is
 answered by splicing the new opaque's digits back in, without decoding anything. A frame
-is cut once (``cut_opaque``): the cut looks up the answer and, on a miss, keeps the one
-computed the plain way.
+no kept answer matches is decoded, cut once (``cut_opaque``) to keep the answer computed
+the plain way.
 
 Identical bytes parse identically, so the key decides the answer as long as the state it
 was computed from is unchanged. Each answer is kept with what it was computed from: its
@@ -187,7 +187,8 @@ class RouteAnswers:
 
     def answer(self, cut: Cut) -> tuple[int, bytes] | None:
         """(response code, the whole answer frame) for a request ``cut`` by ``cut_opaque``,
-        or None when it must be decoded and handled."""
+        or None when it must be decoded and handled: one frame's lookup (``run`` makes it
+        for a whole read)."""
         entry = self._answers.get(cut[0])
         if entry is None:
             self.misses += 1
@@ -213,7 +214,9 @@ class RouteAnswers:
         answers, out, pos, used, hits, misses, formed_here, not_found = self._answers, [], 0, 0, 0, 0, 0, 0
         size = len(buf)
         unpack, find, match_digits = _PREFIX_WORDS.unpack_from, buf.find, _DIGITS.match
-        before = None  # the last form and what a miss uses, looked up at the first miss
+        in_last_form = self.in_last_form
+        route_head, route_tail = route_header
+        route_fixed = len(route_head) + len(route_tail)
         with memoryview(buf) as view:
             while size - pos >= 8 and used < room:
                 length, header_len = unpack(buf, pos)
@@ -234,47 +237,32 @@ class RouteAnswers:
                     break
                 key = b"".join((view[pos + 8:start], view[start + len(digits):end]))
                 entry = answers.get(key)
-                # A second opaque is looked for on a miss only: every kept key holds exactly
-                # one ``"opaque":``, right before where its digits were cut (cut_opaque's
-                # check, or this one, came first), so a header cut at its first one to an
-                # equal key has that one alone (digits and what followed them hold none).
-                if entry is None and find(_OPAQUE_KEY, start, end) >= 0:
-                    break
                 if entry is None:
-                    # A topic's first query since a write. In the form last answered from
-                    # (``cut_topic``'s cut, spelled out: see ``in_last_form``), it is answered
-                    # from that form and its topic here; otherwise by ``formed``, or decoded.
-                    if before is None:
-                        before, after, form = self._last_form
-                        topic_value, by_topic = _TOPIC_VALUE.fullmatch, self._by_topic
-                        route_head, route_tail = route_header
-                        route_fixed = len(route_head) + len(route_tail)
-                    built = None
-                    if key.startswith(before) and key.endswith(after):
-                        value = key[len(before):len(key) - len(after)]
-                        if value and topic_value(value) is not None and key.count(_TOPIC_NAME) == 1:
-                            topic = value.decode("ascii")
-                            built = body_for(topic, form)
+                    # A second opaque is looked for on a miss only: every kept key holds
+                    # exactly one ``"opaque":``, right before where its digits were cut
+                    # (cut_opaque's check, or this one, came first), so a header cut at its
+                    # first one to an equal key has that one alone (digits and what followed
+                    # them hold none).
+                    if find(_OPAQUE_KEY, start, end) >= 0:
+                        break
+                    # A topic's first query since a write: in the form last answered from, it
+                    # is answered here from that form and its topic; otherwise by ``formed``,
+                    # or decoded.
+                    last = in_last_form(key)
+                    built = None if last is None else body_for(*last)
                     if built is None:
                         frame = formed((key, digits))
                         if frame is None:
-                            break  # the miss is counted where it is decoded
-                        misses += 1
-                        before, after, form = self._last_form
+                            misses += 1  # decoded next
+                            break
                     else:
-                        # ``keep``, spelled out for a key known not to be kept
                         body, queues = built
-                        if len(answers) >= self.limit:
-                            self.clear()
-                        keys = by_topic.get(topic)
-                        by_topic[topic] = key if keys is None else \
-                            (keys if isinstance(keys, tuple) else (keys,)) + (key,)
-                        answers[key] = (_SUCCESS, route_head, route_tail, body, route_fixed, topic, queues)
+                        self.keep(key, _SUCCESS, route_head, route_tail, body, (last[0], queues))  # type: ignore[index]
                         header_len = route_fixed + len(digits)
                         frame = b"".join((_PREFIX.pack(4 + header_len + len(body), header_len), route_head, digits,
                                           route_tail, body))
-                        misses += 1
                         formed_here += 1
+                    misses += 1
                 else:
                     code, head, tail, body, fixed, _, _ = entry
                     header_len = fixed + len(digits)
@@ -309,7 +297,7 @@ class RouteAnswers:
         the first piece, which the second piece's ``"`` closes) and the topic characters
         between them hold no quote or backslash, so the key does too; with exactly one
         ``"topic"`` token in the key (the value "topic" would make a second), the cut
-        finds the same field and ends at the same quote. ``run`` spells this out."""
+        finds the same field and ends at the same quote."""
         before, after, form = self._last_form
         if key.startswith(before) and key.endswith(after):
             value = key[len(before):len(key) - len(after)]
