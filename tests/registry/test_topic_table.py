@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mqnamesrv.registry import topic_table
 from mqnamesrv.registry.topic_table import TopicTable
 
 # Few distinct names so that sequences re-add, delete and collide often; odd ones too.
@@ -32,6 +33,11 @@ def check(table: TopicTable[int], model: dict[str, int]) -> None:
 @settings(max_examples=300, deadline=None)
 @given(OPS)
 def test_same_as_a_dict(ops: list[tuple[str, str | list[tuple[str, int]], int]]) -> None:
+    run_ops(ops)
+
+
+def run_ops(ops: list[tuple[str, str | list[tuple[str, int]], int]]) -> None:
+    """Apply ``ops`` to a table and to a dict, checking they agree all along."""
     table: TopicTable[int] = TopicTable()
     model: dict[str, int] = {}
     for op, name, value in ops:
@@ -50,13 +56,19 @@ def test_same_as_a_dict(ops: list[tuple[str, str | list[tuple[str, int]], int]])
                     changed += model.get(topic) != arg  # storing the value already there is no change
                     model[topic] = arg
             assert table.update_each(name, lambda old, arg: old if arg == 0 and old is not None else arg) == changed
+        elif op == "copy":  # the copy goes on where the table stood, a half-built index and all
+            table = table.copy()
         else:  # value k: drop entries equal to k, bump the others by one
             def change(v: int, k: int = value) -> int | None:
                 return None if v == k else v + 1
             expected = {t: change(v) for t, v in model.items()}
             assert table.remap(change) == sum(1 for t in model if expected[t] != model[t])
             model = {t: v for t, v in expected.items() if v is not None}
+        assert len(table) == len(model)
+        for probe in ("a", "n0", "n77", "тема", "never"):
+            assert table.get(probe) == model.get(probe)
     check(table, model)
+    assert all(table.get(t) == v for t, v in model.items())
 
 
 def test_a_run_of_topics_sharing_value_and_arg_asks_change_once() -> None:
@@ -92,6 +104,76 @@ def test_grows_and_compacts_without_losing_anything() -> None:
     assert list(table)[-1] == "topic_3"
     # deleted entries were compacted away: the buffer holds little more than live names
     assert len(table._values) < 2 * len(table)
+
+
+# Many names, so that tables grow while the operations go on (a growth indexes one entry a
+# step here), deleting, adding again and copying while the next index is half built.
+MANY = st.sampled_from([f"n{i}" for i in range(120)] + ["тема", "\ud800lone", ""])
+GROWING_OPS = st.lists(st.one_of(
+    st.tuples(st.just("set"), MANY, st.integers(0, 3)),
+    st.tuples(st.just("del"), MANY, st.just(0)),
+    st.tuples(st.just("update"), st.lists(st.tuples(MANY, st.integers(0, 3)), max_size=30), st.just(0)),
+    st.tuples(st.just("copy"), st.just(""), st.just(0)),
+), max_size=400)
+
+
+@settings(max_examples=200, deadline=None)
+@given(GROWING_OPS)
+def test_same_as_a_dict_while_the_index_grows_a_step_at_a_time(
+        ops: list[tuple[str, str | list[tuple[str, int]], int]]) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(topic_table, "_GROW_STEP", 1)
+        run_ops(ops)
+
+
+def test_a_growing_index_is_built_a_few_entries_per_topic_added() -> None:
+    """No one addition re-indexes the whole table (that held the loop ~135 ms at 4 * 10^5
+    topics): the next index gets ``_GROW_STEP`` entries per topic added, and is swapped
+    in, holding every topic, before the one in use is past its limit."""
+    table: TopicTable[int] = TopicTable()
+    for i in range(40_000):
+        table[f"topic_{i}"] = i
+    for _ in range(40_000):  # up to the load where growing starts
+        table[f"more_{len(table)}"] = 0
+        if table._growing is not None:
+            break
+    assert table._growing is not None  # under way, not done at once
+    before, size = len(table), len(table._index)
+    steps = []
+    while table._growing is not None:
+        indexed = table._growing[2]
+        table[f"more_{len(table)}"] = 0
+        if table._growing is not None:
+            steps.append(table._growing[2] - indexed)
+    assert len(table._index) == 2 * size
+    assert steps and max(steps) == topic_table._GROW_STEP  # a step per topic added, never all at once
+    assert len(table) - before < before / 6  # done well before the index in use filled up
+    assert len(table) * topic_table._GROW_LIMIT[1] < size * topic_table._GROW_LIMIT[0]
+    assert all(table.get(f"topic_{i}") == i for i in range(0, 40_000, 7)) and table.get("topic_x") is None
+    assert table.get(f"more_{len(table) - 1}") == 0
+
+
+def test_a_topic_deleted_and_added_again_while_the_index_grows_is_found_once_it_is_swapped_in() -> None:
+    """Its first entry went into the next index while it lived; its new entry, added
+    after, must take that slot there (as in the index in use), not a later one that the
+    dead entry's would hide."""
+    table: TopicTable[int] = TopicTable()
+    for i in range(1000):
+        table[f"t{i}"] = i
+    for _ in range(2000):
+        table[f"more_{len(table)}"] = 0
+        if table._growing is not None:
+            break
+    while table._growing is not None and table._growing[2] < 100:  # t0..t99 are in the next index
+        table[f"more_{len(table)}"] = 0
+    assert table._growing is not None
+    for i in range(0, 100, 3):
+        del table[f"t{i}"]
+        table[f"t{i}"] = -i
+    while table._growing is not None:
+        table[f"more_{len(table)}"] = 0
+    assert all(table.get(f"t{i}") == (-i if i < 100 and i % 3 == 0 else i) for i in range(1000))
+    assert list(table)[-1].startswith("more_") and len(table) == sum(1 for _ in table.items())
 
 
 def test_refuses_what_a_dict_would() -> None:
