@@ -52,3 +52,19 @@ def test_tables_replaced_wholesale_report_everything() -> None:
     changes.close()
     table.delete_topic("t9")
     assert not table._watchers
+
+
+def test_what_a_take_hands_over_stays_as_it_was_while_the_next_writes_are_recorded() -> None:
+    """``take`` hands the recorded topics over without a copy (a new journal records from
+    then on): later writes go to the next take only, with a staged registration's swap too."""
+    table = RouteTable()
+    changes = table.watch_changes()
+    register(table, "broker-a", MASTER_A, topics=[topic("t1"), topic("t2")])
+    first, _ = changes.take()
+    register(table, "broker-b", MASTER_B, topics=[topic("t3")])
+    table.delete_topic("t1")
+    assert first == {"t1", "t2"}
+    second, _ = changes.take()
+    assert second == {"t1", "t3"} and first == {"t1", "t2"}
+    assert changes.take() == (set(), set())
+    assert len(table.topic_queue_table.journals()) == 1  # the handed-over journals record nothing

@@ -92,6 +92,14 @@ class TopicTable(Generic[V]):
     def unwatch(self, journal: dict[str, None]) -> None:
         self._journals = [j for j in self._journals if j is not journal]
 
+    def renew(self, journal: dict[str, None]) -> dict[str, None]:
+        """A new, empty journal recording in ``journal``'s place from now on: its holder
+        keeps what ``journal`` recorded without a copy (a broker's first registration
+        writes 10^4 topics: ~0.5 ms to copy them into a set)."""
+        fresh: dict[str, None] = {}
+        self._journals = [fresh if j is journal else j for j in self._journals]
+        return fresh
+
     def watching(self, journal: dict[str, None]) -> bool:
         return any(j is journal for j in self._journals)
 

@@ -393,7 +393,8 @@ class Processor:
             self._order_enabled = self.config["orderMessageEnable"]
             self._acting_enabled = self.config["supportActingMaster"]
         elif topics or brokers or order:
-            topics.update(order)  # ``take`` hands over a set of its own
+            if order:
+                topics = topics | order
             self.route_answers.drop(topics, brokers)
             # Bodies are keyed by queue map, so a topic whose queues changed finds another
             # one; a broker's group or filter servers are in every body of a map naming it,

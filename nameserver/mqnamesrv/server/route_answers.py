@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 import struct
-from typing import Callable, Collection, Hashable, Iterable
+from typing import AbstractSet, Callable, Collection, Hashable, Iterable
 
 from ..protocol.codes import RequestCode, ResponseCode, SerializeType
 from ..protocol.command import RemotingCommand
@@ -351,7 +351,7 @@ class RouteAnswers:
         answers, by_topic = self._answers, self._by_topic
         if not answers:
             return
-        gone = by_topic.keys() & (topics if isinstance(topics, (set, frozenset)) else set(topics))
+        gone = by_topic.keys() & (topics if isinstance(topics, AbstractSet) else set(topics))
         if brokers:
             names = frozenset(brokers)
             gone.update(topic for *_, topic, queues in answers.values()
