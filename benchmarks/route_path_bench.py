@@ -74,7 +74,8 @@ class Host:
         self.write_limit, self.max_frame, self.max_header = config["writeBufferLimit"], config["frameMaxLength"], \
             config["headerMaxLength"]
         self.connections: set[Connection] = set()
-        self.read_buffer = memoryview(bytearray(256 * 1024))
+        self.read_bytes = bytearray(256 * 1024)
+        self.read_buffer = memoryview(self.read_bytes)
 
     def connection_closed(self, conn: Connection) -> None:
         self.connections.discard(conn)

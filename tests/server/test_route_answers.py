@@ -135,3 +135,31 @@ def test_odd_opaques_and_look_alikes_are_answered_the_plain_way(namesrv: NameSer
         # A one-way twin of a reused request gets no answer; the next request does.
         c.send_bytes(_raw_route('"order_topic"', "11", flag=2) + _raw_route('"order_topic"', "12"))
         assert c.recv().opaque == 12  # type: ignore[union-attr]
+
+
+def test_a_read_of_kept_answers_then_other_requests_and_half_a_frame_is_answered_once_in_order(
+        namesrv: NameServerProcess) -> None:
+    """A read's route queries that need no decode are answered straight from the server's
+    read buffer; what follows them (a request decoded the plain way, half a frame whose
+    rest comes in the next read) is buffered and answered after them, each once."""
+    with RawClient(namesrv.addr) as broker, RawClient(namesrv.addr) as c:
+        assert broker.call(register("broker-a")).code == 0
+        c.send_bytes(_raw_route('"order_topic"', "1"))
+        assert c.recv().opaque == 1  # type: ignore[union-attr]  # kept from now on
+        split_frame = _raw_route('"order_topic"', "5")
+        for round_ in range(3):
+            kv = encode(request(R.GET_KV_CONFIG, {"namespace": "ns", "key": "k"}, opaque=3))
+            c.send_bytes(_raw_route('"order_topic"', "2") + kv + _raw_route('"order_topic"', "4")
+                         + split_frame[:round_ * 20 + 10])
+            got = [c.recv(timeout=10) for _ in range(3)]
+            assert [(a.opaque, a.code) for a in got if a is not None] == [(2, 0), (3, 22), (4, 0)]
+            c.send_bytes(split_frame[round_ * 20 + 10:] + _raw_route('"order_topic"', "6"))
+            got = [c.recv(timeout=10) for _ in range(2)]
+            assert [(a.opaque, a.code) for a in got if a is not None] == [(5, 0), (6, 0)]
+            assert got[0] is not None and got[0].body == got[1].body  # type: ignore[union-attr]
+        c.sock.settimeout(0.3)
+        try:
+            extra = c.sock.recv(1)
+        except TimeoutError:
+            extra = b""
+        assert extra == b""  # nothing answered twice

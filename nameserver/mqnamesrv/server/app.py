@@ -83,8 +83,10 @@ class NameServer:
         self.max_frame = config["frameMaxLength"]
         self.max_header = config["headerMaxLength"]
         self.write_limit = config["writeBufferLimit"]
-        #: every connection's reads land here first (Connection.get_buffer)
-        self.read_buffer = memoryview(bytearray(READ_SIZE))
+        #: every connection's reads land here first (Connection.get_buffer); route queries
+        #: answerable undecoded are answered from these bytes in place (``read_bytes``)
+        self.read_bytes = bytearray(READ_SIZE)
+        self.read_buffer = memoryview(self.read_bytes)
         self._locks = lock_paths(config)
         try:
             self.kv = load_kv(config["kvConfigPath"])  # a corrupt file stops the start, by design

@@ -86,13 +86,47 @@ class Connection(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes: int) -> None:
         self.last_activity = time.monotonic()
-        continuing = self.decoder.in_frame
+        decoder = self.decoder
+        continuing = decoder.in_frame
         if self._reading_big:
-            self.decoder.big_filled(nbytes)
+            decoder.big_filled(nbytes)
+        elif continuing:
+            decoder.feed(self.server.read_buffer[:nbytes])
         else:
-            self.decoder.feed(self.server.read_buffer[:nbytes])
+            # Nothing buffered before this read: the route queries at its head that need
+            # no decode are answered from the read buffer itself (most reads hold nothing
+            # else), and only what follows them is buffered and served the plain way.
+            used = self._answer_read(nbytes)
+            if used == nbytes:
+                return
+            decoder.feed(self.server.read_buffer[max(used, 0):nbytes])
+            if used >= 0 and not self.deferred:
+                self._serve(continuing, ran=True)  # the run stopped at the frame now first
+                return
         if not self.deferred:
             self._serve(continuing)
+
+    def _answer_read(self, nbytes: int) -> int:
+        """Answer the route queries at the head of the server's read buffer (its first
+        ``nbytes`` are this read) that need no decode, as ``_serve``'s run does; returns
+        how many bytes they took, or -1: not tried (``_serve`` runs it)."""
+        transport = self.transport
+        if self.deferred or self.output_full or self.closing or transport is None or log.isEnabledFor(logging.DEBUG):
+            return -1
+        server = self.server
+        unsent = transport.get_write_buffer_size()
+        limit = server.write_limit
+        if unsent > limit:
+            return -1
+        metrics = server.metrics
+        started = time.perf_counter() if metrics is not None else 0.0
+        frames, _, used, not_found = server.processor.kept_run(server.read_bytes, min(limit + 1, unsent + WRITE_BATCH) - unsent,
+                                                               server.max_frame, server.max_header, nbytes)
+        if frames:
+            if metrics is not None:
+                metrics.observe_routes(len(frames) - not_found, not_found, time.perf_counter() - started)
+            transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
+        return used
 
     def data_received(self, data: bytes) -> None:
         """The same for bytes handed over whole (a transport without buffered reads)."""
@@ -102,12 +136,14 @@ class Connection(asyncio.BufferedProtocol):
         if not self.deferred:
             self._serve(continuing)
 
-    def _serve(self, continuing: bool = True) -> None:
+    def _serve(self, continuing: bool = True, ran: bool = False) -> None:
         """Answer the buffered frames while this connection's unsent output is within
         its limit (``writeBufferLimit``). Past it, the rest stays unread in the decoder
         and the socket until the client has read enough (``resume_writing``): answers
         are built only as fast as the client takes them, so a client that sends and never
-        reads costs about one limit of memory, not a whole read's worth of answers."""
+        reads costs about one limit of memory, not a whole read's worth of answers.
+        ``ran``: a run has just stopped at the first frame buffered (``_answer_read``),
+        which goes the plain way (a run would only stop there again)."""
         limit = self.server.write_limit
         while not self.closing and not self.output_full and not self.deferred and self.transport is not None:
             # All answers to one batch go out in one write: a write per answer costs a
@@ -126,7 +162,7 @@ class Connection(asyncio.BufferedProtocol):
             # Route queries answerable undecoded are answered a run at a time, cut in the
             # decoder's buffer (kept_run); the frame a run stops at goes the plain way.
             # Metrics count a run's queries in one update, each taking its share of its time.
-            run = fast
+            run, ran = fast and not ran, False
             while unsent <= limit and unsent < batch_end:
                 if run:
                     run = False  # until a frame has gone the plain way

@@ -412,15 +412,15 @@ class Processor:
                 self.config.generation != config_seen:
             self._sync_answers()
 
-    def kept_run(self, buf: bytearray, room: int, max_frame: int,
-                 max_header: int) -> tuple[list[bytes], int, int, int]:
-        """Answers to the route queries at the head of a decoder's buffer that need no
-        decode (kept, or from their form), in one call (``RouteAnswers.run``): (answer
-        frames, their bytes, bytes of ``buf`` answered, how many of the answers are
-        TOPIC_NOT_EXIST)."""
+    def kept_run(self, buf: bytearray, room: int, max_frame: int, max_header: int,
+                 size: int | None = None) -> tuple[list[bytes], int, int, int]:
+        """Answers to the route queries at the head of ``buf`` (a decoder's buffer, or
+        the first ``size`` bytes of a read buffer) that need no decode (kept, or from
+        their form), in one call (``RouteAnswers.run``): (answer frames, their bytes,
+        bytes of ``buf`` answered, how many of the answers are TOPIC_NOT_EXIST)."""
         self._sync_if_written()
         frames, size, used, hits, not_found = self.route_answers.run(buf, room, max_frame, max_header, self._formed,
-                                                                     self._form_body, self._route_header)
+                                                                     self._form_body, self._route_header, size)
         self.route_cache_hits += hits
         return frames, size, used, not_found
 

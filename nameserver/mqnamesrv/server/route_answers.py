@@ -198,7 +198,7 @@ class RouteAnswers:
     def run(self, buf: bytearray, room: int, max_frame: int, max_header: int,
             formed: Callable[[Cut], bytes | None],
             body_for: Callable[[str, Hashable], tuple[bytes, Iterable[str] | None] | None],
-            route_header: tuple[bytes, bytes]) -> tuple[list[bytes], int, int, int, int]:
+            route_header: tuple[bytes, bytes], size: int | None = None) -> tuple[list[bytes], int, int, int, int]:
         """Answers to the route queries at the head of ``buf`` (a decoder's ``small_frames``),
         cut in place, from kept answers or, on a miss, from their form: the loop
         ``cut_opaque`` and ``answer`` make per frame, in one call for a whole read. A
@@ -208,11 +208,13 @@ class RouteAnswers:
         in any other form by ``formed`` (an answer frame, or None).
         Stops before the first frame that must be decoded, or one out of bounds (the
         decoder refuses it), incomplete, or once ``room`` bytes of answers are made.
+        ``size``: only the first ``size`` bytes of ``buf`` are frames (a read buffer).
         Returns (the answer frames, their bytes, the bytes of ``buf`` they answered, the
         kept ones used, the answers that are TOPIC_NOT_EXIST); the caller consumes those
         bytes of ``buf``."""
         answers, out, pos, used, hits, misses, formed_here, not_found = self._answers, [], 0, 0, 0, 0, 0, 0
-        size = len(buf)
+        if size is None:
+            size = len(buf)
         unpack, find, match_digits = _PREFIX_WORDS.unpack_from, buf.find, _DIGITS.match
         in_last_form = self.in_last_form
         route_head, route_tail = route_header
