@@ -233,6 +233,7 @@ class Processor:
         plain = encode_json_header(ResponseCode.SUCCESS, "JAVA", version, 0, FLAG_RESPONSE, None, None)
         at = plain.index(b'"opaque":0') + len(b'"opaque":')
         self._route_header = plain[:at], plain[at + 1:]
+        self.route_answers.build_with(self._formed, self._form_body, self._route_header)
         self.admin_allow_list = parse_allow_list(config["adminAllowList"])
         self.broker_allow_list = parse_allow_list(config["brokerAllowList"], "brokerAllowList")
         R = RequestCode
@@ -419,8 +420,7 @@ class Processor:
         their form), in one call (``RouteAnswers.run``): (answer frames, their bytes,
         bytes of ``buf`` answered, how many of the answers are TOPIC_NOT_EXIST)."""
         self._sync_if_written()
-        frames, size, used, hits, not_found = self.route_answers.run(buf, room, max_frame, max_header, self._formed,
-                                                                     self._form_body, self._route_header, size)
+        frames, size, used, hits, not_found = self.route_answers.run(buf, room, max_frame, max_header, size)
         self.route_cache_hits += hits
         return frames, size, used, not_found
 

@@ -156,7 +156,7 @@ class RouteAnswers:
     """The answers, bounded by ``limit`` entries (cleared when full: the topics a
     fleet's clients poll come back within one poll interval)."""
 
-    __slots__ = ("_answers", "_by_topic", "_forms", "_last_form", "_pieces", "limit", "misses", "formed")
+    __slots__ = ("_answers", "_by_topic", "_forms", "_last_form", "_pieces", "limit", "misses", "formed", "_builders")
 
     def __init__(self, limit: int) -> None:
         #: key -> (response code, header before the digits, header after them, body,
@@ -181,6 +181,20 @@ class RouteAnswers:
         self.misses = 0
         #: answers built from a form and a topic, undecoded (``run``'s and the caller's)
         self.formed = 0
+        #: what ``run`` builds a missing answer with (``build_with``); none: it is decoded
+        self._builders: tuple[Callable[[Cut], bytes | None],
+                              Callable[[str, Hashable], tuple[bytes, Iterable[str] | None] | None],
+                              tuple[bytes, bytes]] | None = None
+
+    def build_with(self, formed: Callable[[Cut], bytes | None],
+                   body_for: Callable[[str, Hashable], tuple[bytes, Iterable[str] | None] | None],
+                   route_header: tuple[bytes, bytes]) -> None:
+        """How ``run`` answers a query no kept answer matches: in the form last answered
+        from, from ``body_for`` (a topic's route body for a request of that form and the
+        queue map it was computed from, or None) and ``route_header`` (the two pieces
+        every route answer's header has); in any other form by ``formed`` (an answer
+        frame, or None). Set once: a call per read passing them cost as much as a query."""
+        self._builders = (formed, body_for, route_header)
 
     def __len__(self) -> int:
         return len(self._answers)
@@ -196,29 +210,22 @@ class RouteAnswers:
         return entry[0], answer_frame(entry[1], cut[1], entry[2], entry[3])
 
     def run(self, buf: bytearray, room: int, max_frame: int, max_header: int,
-            formed: Callable[[Cut], bytes | None],
-            body_for: Callable[[str, Hashable], tuple[bytes, Iterable[str] | None] | None],
-            route_header: tuple[bytes, bytes], size: int | None = None) -> tuple[list[bytes], int, int, int, int]:
+            size: int | None = None) -> tuple[list[bytes], int, int, int, int]:
         """Answers to the route queries at the head of ``buf`` (a decoder's ``small_frames``),
-        cut in place, from kept answers or, on a miss, from their form: the loop
-        ``cut_opaque`` and ``answer`` make per frame, in one call for a whole read. A
-        query in the form last answered from is answered here, from ``body_for`` (a
-        topic's route body for a request of that form and the queue map it was computed
-        from, or None) and ``route_header`` (the two pieces every route answer's header has);
-        in any other form by ``formed`` (an answer frame, or None).
+        cut in place, from kept answers or, on a miss, from their form (``build_with``):
+        the loop ``cut_opaque`` and ``answer`` make per frame, in one call for a whole read.
         Stops before the first frame that must be decoded, or one out of bounds (the
         decoder refuses it), incomplete, or once ``room`` bytes of answers are made.
         ``size``: only the first ``size`` bytes of ``buf`` are frames (a read buffer).
         Returns (the answer frames, their bytes, the bytes of ``buf`` they answered, the
         kept ones used, the answers that are TOPIC_NOT_EXIST); the caller consumes those
         bytes of ``buf``."""
-        answers, out, pos, used, hits, misses, formed_here, not_found = self._answers, [], 0, 0, 0, 0, 0, 0
+        answers, out = self._answers, []
+        pos = used = hits = not_found = 0
         if size is None:
             size = len(buf)
         unpack, find, match_digits = _PREFIX_WORDS.unpack_from, buf.find, _DIGITS.match
-        in_last_form = self.in_last_form
-        route_head, route_tail = route_header
-        route_fixed = len(route_head) + len(route_tail)
+        # (What only a miss uses is looked up there: most runs have none.)
         with memoryview(buf) as view:
             while size - pos >= 8 and used < room:
                 length, header_len = unpack(buf, pos)
@@ -250,21 +257,23 @@ class RouteAnswers:
                     # A topic's first query since a write: in the form last answered from, it
                     # is answered here from that form and its topic; otherwise by ``formed``,
                     # or decoded.
-                    last = in_last_form(key)
+                    self.misses += 1
+                    if self._builders is None:
+                        break
+                    formed, body_for, (route_head, route_tail) = self._builders
+                    last = self.in_last_form(key)
                     built = None if last is None else body_for(*last)
                     if built is None:
                         frame = formed((key, digits))
                         if frame is None:
-                            misses += 1  # decoded next
-                            break
+                            break  # decoded next
                     else:
                         body, queues = built
                         self.keep(key, _SUCCESS, route_head, route_tail, body, (last[0], queues))  # type: ignore[index]
-                        header_len = route_fixed + len(digits)
+                        header_len = len(route_head) + len(route_tail) + len(digits)
                         frame = b"".join((_PREFIX.pack(4 + header_len + len(body), header_len), route_head, digits,
                                           route_tail, body))
-                        formed_here += 1
-                    misses += 1
+                        self.formed += 1
                 else:
                     code, head, tail, body, fixed, _, _ = entry
                     header_len = fixed + len(digits)
@@ -275,8 +284,6 @@ class RouteAnswers:
                 out.append(frame)
                 used += len(frame)
                 pos = end
-        self.misses += misses
-        self.formed += formed_here
         return out, used, pos, hits, not_found
 
     def form(self, key: bytes) -> Hashable | None:
