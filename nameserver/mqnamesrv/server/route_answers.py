@@ -304,13 +304,15 @@ class RouteAnswers:
         Why that is the same: the form's two pieces passed ``cut_topic`` (no backslash,
         no single quote, exactly one ``"topic"`` token, the first ``"topic":"`` ending
         the first piece, which the second piece's ``"`` closes) and the topic characters
-        between them hold no quote or backslash, so the key does too; with exactly one
-        ``"topic"`` token in the key (the value "topic" would make a second), the cut
-        finds the same field and ends at the same quote."""
+        between them hold no quote or backslash, so the key does too. The key holds
+        exactly one ``"topic"`` token unless the value is "topic": the first piece holds
+        the one its key had and the second none, and a token reaching into the value
+        needs a quote there, or the value to be exactly ``topic`` between the pieces'
+        quotes. With one, the cut finds the same field and ends at the same quote."""
         before, after, form = self._last_form
         if key.startswith(before) and key.endswith(after):
             value = key[len(before):len(key) - len(after)]
-            if value and _TOPIC_VALUE.fullmatch(value) is not None and key.count(_TOPIC_NAME) == 1:
+            if value and value != b"topic" and _TOPIC_VALUE.fullmatch(value) is not None:
                 return value.decode("ascii"), form
         return None
 
