@@ -25,6 +25,11 @@ OPS = st.lists(st.one_of(
 def check(table: TopicTable[int], model: dict[str, int]) -> None:
     assert list(table.items()) == list(model.items())  # same order, as a dict keeps it
     assert len(table) == len(model)
+    # the C-loop readers: every name, names and counts by a test of the value, the values
+    assert table.names_where() == list(model)
+    assert table.names_where(lambda v: v % 2 == 1) == [t for t, v in model.items() if v % 2 == 1]
+    assert table.count_where(lambda v: v > 1) == sum(1 for v in model.values() if v > 1)
+    assert sorted(table.distinct_values()) == sorted(set(model.values()))
     for name in ["a", "t7", "\ud800lone", "never"]:
         assert table.get(name) == model.get(name)
         assert (name in table) == (name in model)

@@ -393,7 +393,7 @@ class RouteTable:
 
     def _compact(self) -> None:
         """Forget interned maps and cached transitions no topic uses any more."""
-        live = {id(m): m for m in self.topic_queue_table.values()}
+        live = {id(m): m for m in self.topic_queue_table.distinct_values()}
         self._maps = {k: m for k, m in self._maps.items() if id(m) in live}
         self._maps_live_at_compaction = len(self._maps)
         self._with_cache.clear()
@@ -425,7 +425,7 @@ class RouteTable:
 
     def queue_maps(self) -> int:
         """Distinct queue layouts in use (the memory benchmark reports it; O(topics))."""
-        return len({id(m) for m in self.topic_queue_table.values()})
+        return len(self.topic_queue_table.distinct_values())
 
     # ------------------------------------------------------------ register ----
 
@@ -860,13 +860,13 @@ class RouteTable:
         )
 
     def all_topics(self) -> list[str]:
-        return list(self.topic_queue_table)
+        return self.topic_queue_table.names_where()
 
     def topics_by_cluster(self, cluster: str) -> list[str]:
         members = self.cluster_addr_table.get(cluster)
         if not members:
             return []
-        return [t for t, q in self.topic_queue_table.items() if not members.isdisjoint(q)]
+        return self.topic_queue_table.names_where(lambda queues: not members.isdisjoint(queues))
 
     def system_topics(self) -> tuple[list[str], str | None]:
         """Cluster and broker names (brokers auto-create topics named after both), plus
@@ -886,15 +886,12 @@ class RouteTable:
 
     def topics_by_sys_flag(self, want_unit: bool | None, want_unit_sub: bool | None) -> list[str]:
         """Unit topic lists (311-313): only the topic's first QueueData is examined, as in Java."""
-        out = []
-        for topic, queues in self.topic_queue_table.items():
+        def wanted(queues: QueueMap) -> bool:
             flag = next(iter(queues.values())).topic_sys_flag
-            if want_unit is not None and bool(flag & FLAG_UNIT) != want_unit:
-                continue
-            if want_unit_sub is not None and bool(flag & FLAG_UNIT_SUB) != want_unit_sub:
-                continue
-            out.append(topic)
-        return out
+            return (want_unit is None or bool(flag & FLAG_UNIT) == want_unit) and \
+                (want_unit_sub is None or bool(flag & FLAG_UNIT_SUB) == want_unit_sub)
+
+        return self.topic_queue_table.names_where(wanted)
 
     # -------------------------------------------------------------- writes ----
 
@@ -921,14 +918,12 @@ class RouteTable:
     def _rewrite_perm(self, broker_name: str, wipe: bool) -> int:
         self._applied.clear()
         pool = self._pools.get(broker_name)  # no pool for a name no topic has (a mistyped -b)
-        visited = 0
+        visited = self.topic_queue_table.count_where(lambda queues: broker_name in queues)
 
         def rewrite(queues: QueueMap) -> QueueMap:
-            nonlocal visited
             qd = queues.get(broker_name)
             if qd is None:
                 return queues
-            visited += 1
             perm = qd.perm & ~PERM_WRITE if wipe else PERM_READ | PERM_WRITE
             if perm == qd.perm:
                 return queues

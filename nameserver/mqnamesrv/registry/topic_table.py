@@ -292,26 +292,65 @@ class TopicTable(Generic[V]):
         return changed
 
     def remap(self, change: Callable[[V], V | None]) -> int:
-        """Replace every value with ``change(value)`` (None deletes the topic) without
-        decoding a single name; returns how many topics changed. With shared values,
-        ``change`` is mostly a cache hit per distinct value."""
+        """Replace every value with ``change(value)`` (None deletes the topic); returns how
+        many topics changed. ``change`` is asked once per distinct value (by identity:
+        it must answer the same for the same object), and every per-topic step is a C
+        loop: a broker leaving a 4 x 10^4-topic fleet took ~60 ms of Python per topic."""
         values = self._values
-        changed = 0
-        for e, value in enumerate(values):
-            if value is None:
-                continue
-            new = change(value)
-            if new is value:
-                continue
-            values[e] = new
-            changed += 1
+        new_of = {id(value): change(value) for value in self._distinct()}
+        new_of[id(None)] = None
+        news = list(map(new_of.__getitem__, map(id, values)))
+        moved = list(compress(range(len(values)), map(is_not, news, values)))
+        if moved:
+            values[:] = news
+            self._live -= sum(map(is_, map(news.__getitem__, moved), repeat(None)))
             if self._journals:
-                self._record(self._name(e))
-            if new is None:
-                self._live -= 1
+                written = dict.fromkeys(self._names_at(moved))
+                for journal in self._journals:
+                    journal.update(written)
         if self._live * 2 < len(values) - _MIN_INDEX:
             self._rebuild()
-        return changed
+        return len(moved)
+
+    def _distinct(self) -> list[V]:
+        """The distinct live values, by identity (a C loop over the entries)."""
+        distinct = dict(zip(map(id, self._values), self._values))
+        distinct.pop(id(None), None)
+        return list(distinct.values())  # type: ignore[arg-type]
+
+    def distinct_values(self) -> list[V]:
+        """Each value some topic holds, once (by identity): fleets share a handful."""
+        return self._distinct()
+
+    def count_where(self, test: Callable[[V], bool]) -> int:
+        """How many topics' values pass ``test``, asked once per distinct value."""
+        passed = {id(value): bool(test(value)) for value in self._distinct()}
+        passed[id(None)] = False
+        return sum(map(passed.__getitem__, map(id, self._values)))
+
+    def names_where(self, test: Callable[[V], bool] | None = None) -> list[str]:
+        """The topics (in order) whose values pass ``test`` (every topic: None), asked
+        once per distinct value; the names are decoded by C loops, not one by one."""
+        values = self._values
+        if test is None:
+            kept = list(compress(range(len(values)), map(is_not, values, repeat(None))))
+        else:
+            passed = {id(value): bool(test(value)) for value in self._distinct()}
+            passed[id(None)] = False
+            kept = list(compress(range(len(values)), map(passed.__getitem__, map(id, values))))
+        return self._names_at(kept)
+
+    def _names_at(self, entries: list[int]) -> list[str]:
+        """The names of ``entries``: an ASCII buffer is decoded once and sliced."""
+        starts, names = self._starts, self._names
+        if len(entries) == len(self._values):  # every entry: the bounds are the starts as they are
+            begins, ends = starts[:-1], starts[1:]
+        else:
+            begins = array("I", map(starts.__getitem__, entries))
+            ends = array("I", map(starts.__getitem__, map((1).__add__, entries)))
+        if names.isascii():
+            return list(map(names.decode("ascii").__getitem__, map(slice, begins, ends)))
+        return [names[b:e].decode("utf-8", "surrogatepass") for b, e in zip(begins, ends)]
 
     def clear(self) -> None:
         journals = self._journals
