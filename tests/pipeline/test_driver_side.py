@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from mqadmin.pipeline.report import per_time
-from mqadmin.pipeline.rounds import round_rows, seen, timeline
+from mqadmin.pipeline.rounds import frame, round_rows, seen, timeline
 from mqadmin.pipeline.summary import disagreeing, summary_rows
 from mqadmin.pipeline.topics import Interval, Timeline, merged
 from tests.pipeline.conftest import A, B, MINUTE, T0
@@ -38,6 +38,15 @@ def test_rounds_come_from_readable_captures_in_time_order() -> None:
         (T0 + MINUTE, MINUTE, date(2026, 1, 1)), (None, 0, date(2026, 1, 1))]
     assert seen(files).__dict__ == {"dates": ["2026-01-01"], "captures": 6, "unreadable": 2, "rounds": 2}
     assert timeline(files, rows).answering == [((A, True, False), (B, True, False)), ((A, True, False),)]
+
+
+def test_the_rounds_reach_spark_without_a_python_worker(spark: Any) -> None:
+    # The per-topic pass broadcasts the rounds' seqs: made from a list of rows, the
+    # frame ran Python workers at every action (1.5 s of a one-off run of 90 files).
+    rows = round_rows([capture(7, A, T0 + MINUTE), capture(3, B, T0), capture(3, A, T0)])
+    df = frame(spark, rows)
+    assert "PythonRDD" not in df._jdf.queryExecution().toRdd().toDebugString()
+    assert [r.asDict() for r in df.collect()] == rows
 
 
 def test_rounds_of_one_time_are_ordered_by_round_number() -> None:
