@@ -48,16 +48,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-import pyarrow as pa
 
 from pyspark import StorageLevel, inheritable_thread_target
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from mqadmin.diff import STRATEGIES
 from mqadmin.pipeline import chains, presence, rounds, session, summary, tables, topics
+from mqadmin.pipeline.frames import driver_frame
 from mqadmin.pipeline.progress import StepProgress
 from mqadmin.pipeline.session import computed_once
 from mqadmin.pipeline.schema import SUFFIX, SUFFIX_V2
@@ -123,18 +122,6 @@ def _chains(spark: SparkSession, opts: JobOptions) -> DataFrame:
                                                                       from_arrow_schema(chains.KEYED))
     return out.unionByName(keyed.repartition("chain").sortWithinPartitions("chain", "round", "path")
                            .mapInArrow(read, out_schema))
-
-
-def _driver_frame(spark: SparkSession, rows: Sequence[dict[str, Any]], schema: str | pa.Schema) -> DataFrame:
-    """Rows worked out on the driver as a one-partition DataFrame of ``schema`` (a table's
-    DDL, or the Arrow schema a Python pass gives them in), through Arrow: the JVM reads
-    them with no Python worker (a list of rows goes through one at every action: twice
-    the time of writing a small table)."""
-    if isinstance(schema, str):
-        struct = StructType.fromDDL(schema)
-        assert isinstance(struct, StructType)
-        schema = to_arrow_schema(struct, timezone="UTC")
-    return spark.createDataFrame(pa.Table.from_pylist(list(rows), schema=schema)).coalesce(1)
 
 
 def _listing(spark: SparkSession, src: str, glob: str) -> DataFrame:
@@ -351,8 +338,8 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
     for pres in presence.per_broker(files, round_rows):
         broker_rows += presence.brokers(pres)
         event_rows += presence.broker_events(pres, round_rows)
-    writes.write(_driver_frame(spark, broker_rows, presence.BROKERS), out, "brokers", dates)
-    events = _driver_frame(spark, event_rows, presence.BROKER_EVENTS)
+    writes.write(driver_frame(spark, broker_rows, presence.BROKERS), out, "brokers", dates)
+    events = driver_frame(spark, event_rows, presence.BROKER_EVENTS)
     writes.write(events, out, "broker_events", dates)
     step("brokers")
 
@@ -362,7 +349,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
     echo("routes: fact intervals, merged and compared topic by topic")
     rounds_df = rounds.frame(spark, round_rows)
     timeline = rounds.timeline(files, round_rows)
-    route_rows = _driver_frame(spark, route_list, chains.ROUTE)
+    route_rows = driver_frame(spark, route_list, chains.ROUTE)
     seqs = F.broadcast(rounds_df.select("round", "seq"))
     raw = (chained.where(F.col("fact").isNotNull()).select("fact.*")
            .join(seqs.select(F.col("round").alias("from_round"), F.col("seq").alias("from_seq")), "from_round")
@@ -431,7 +418,7 @@ def _run(spark: SparkSession, opts: JobOptions, echo: Callable[[str], None], wri
         got = tables.collect_small(questions)
         rows = [dict(zip(summary.COLUMNS, r))
                 for r in summary.summary_rows(round_rows, files, {**got, "conv": summary.converged(event_rows)})]
-        writes.write(_driver_frame(spark, rows, summary.SUMMARY), out, "summary", dates)
+        writes.write(driver_frame(spark, rows, summary.SUMMARY), out, "summary", dates)
         result.counts.update(rounds=seen.rounds, captures=seen.captures,
                              inconsistent=int(got["inconsistent"][0]["n"] or 0), windows=int(got["windows"][0]["n"]))
         step("summary")

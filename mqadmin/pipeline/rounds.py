@@ -15,13 +15,10 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, UTC
 from typing import Any, Mapping, Sequence
 
-import pyarrow as pa
-
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
 
+from mqadmin.pipeline.frames import driver_frame
 from mqadmin.pipeline.topics import Timeline
 from mqnamesrv.protocol.codes import ORDER_TOPIC_CONFIG
 
@@ -93,16 +90,9 @@ def round_rows(captures: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 
 def frame(spark: SparkSession, rounds: Sequence[Mapping[str, Any]]) -> DataFrame:
-    """The rounds as a Spark table, for the joins that need a round's seq, time or date.
-
-    Through Arrow, which the JVM reads with no Python worker: a DataFrame made from a
-    list of rows runs one at every action (here the per-topic pass's broadcast of the
-    seqs, which in a one-off run of 90 files waited 1.5 s for its two workers)."""
-    schema = StructType.fromDDL(ROUNDS)
-    assert isinstance(schema, StructType)
-    arrow = to_arrow_schema(schema, timezone="UTC")
-    rows = pa.Table.from_pylist([{n: r[n] for n in arrow.names} for r in rounds], schema=arrow)
-    return spark.createDataFrame(rows).coalesce(1)
+    """The rounds as a Spark table, for the joins that need a round's seq, time or date
+    (through Arrow, ``driver_frame``: the per-topic pass broadcasts their seqs)."""
+    return driver_frame(spark, [dict(r) for r in rounds], ROUNDS)
 
 
 def timeline(captures: Sequence[Mapping[str, Any]], rounds: Sequence[Mapping[str, Any]]) -> Timeline:

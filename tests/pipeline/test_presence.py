@@ -14,7 +14,8 @@ import pytest
 from pyspark.sql.types import StructType
 
 from mqadmin.pipeline import presence, rounds
-from mqadmin.pipeline.job import JobOptions, _driver_frame, run
+from mqadmin.pipeline.frames import driver_frame
+from mqadmin.pipeline.job import JobOptions, run
 from mqadmin.pipeline.report import driver_answers, first_questions
 from mqadmin.pipeline.report import window_names as window_names_of
 from mqadmin.pipeline.summary import converged
@@ -67,7 +68,7 @@ def _assert_same(spark: Any, captures: Any) -> dict[str, list[dict[str, Any]]]:
             "broker_events": (spark_reference.broker_events(ref_pres, rounds_df), presence.BROKER_EVENTS)}
     for name, (ref, ddl) in refs.items():
         assert ref.schema == StructType.fromDDL(ddl), name  # names, types, nullability
-        written = _driver_frame(spark, got[name], ddl)
+        written = driver_frame(spark, got[name], ddl)
         assert written.schema == ref.schema, name
         # through Arrow both ways (timestamps as UTC-aware datetimes)
         assert _bag(written.toArrow().to_pylist()) == _bag(ref.toArrow().to_pylist()), name
