@@ -298,9 +298,7 @@ class TopicTable(Generic[V]):
         loop (a Python step per topic held the loop 16-29 ms when a broker of a
         4 x 10^4-topic fleet left; now ~12 ms)."""
         values = self._values
-        new_of = {id(value): change(value) for value in self.distinct_values()}
-        new_of[id(None)] = None
-        news = list(map(new_of.__getitem__, map(id, values)))
+        news = self._per_entry(change, None)
         moved = list(compress(range(len(values)), map(is_not, news, values)))
         if moved:
             values[:] = news
@@ -320,11 +318,16 @@ class TopicTable(Generic[V]):
         distinct.pop(id(None), None)
         return list(distinct.values())  # type: ignore[arg-type]
 
+    def _per_entry(self, answer: Callable[[V], A], deleted: A) -> list[A]:
+        """``answer(value)`` for each entry (``deleted`` for a deleted one), asked once per
+        distinct value and spread over the entries by a C loop."""
+        of = {id(value): answer(value) for value in self.distinct_values()}
+        of[id(None)] = deleted
+        return list(map(of.__getitem__, map(id, self._values)))
+
     def count_where(self, test: Callable[[V], bool]) -> int:
         """How many topics' values pass ``test``, asked once per distinct value."""
-        passed = {id(value): bool(test(value)) for value in self.distinct_values()}
-        passed[id(None)] = False
-        return sum(map(passed.__getitem__, map(id, self._values)))
+        return sum(self._per_entry(lambda value: bool(test(value)), False))
 
     def names_where(self, test: Callable[[V], bool] | None = None) -> list[str]:
         """The topics (in order) whose values pass ``test`` (every topic: None), asked
@@ -333,9 +336,7 @@ class TopicTable(Generic[V]):
         if test is None:
             kept = list(compress(range(len(values)), map(is_not, values, repeat(None))))
         else:
-            passed = {id(value): bool(test(value)) for value in self.distinct_values()}
-            passed[id(None)] = False
-            kept = list(compress(range(len(values)), map(passed.__getitem__, map(id, values))))
+            kept = list(compress(range(len(values)), self._per_entry(test, False)))
         return self._names_at(kept)
 
     def _names_at(self, entries: list[int]) -> list[str]:

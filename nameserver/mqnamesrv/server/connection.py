@@ -118,15 +118,22 @@ class Connection(asyncio.BufferedProtocol):
         limit = server.write_limit
         if unsent > limit:
             return -1
-        metrics = server.metrics
-        started = time.perf_counter() if metrics is not None else 0.0
-        frames, _, used, not_found = server.processor.kept_run(server.read_bytes, min(limit + 1, unsent + WRITE_BATCH) - unsent,
-                                                               server.max_frame, server.max_header, nbytes)
+        frames, _, used = self._kept_run(server.read_bytes, min(limit + 1, unsent + WRITE_BATCH) - unsent, nbytes)
         if frames:
-            if metrics is not None:
-                metrics.observe_routes(len(frames) - not_found, not_found, time.perf_counter() - started)
             transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
         return used
+
+    def _kept_run(self, buf: bytearray, room: int, size: int | None = None) -> tuple[list[bytes], int, int]:
+        """``Processor.kept_run`` within the server's bounds, counted by the metrics (a
+        run's queries in one update, each taking its share of its time): (answer frames,
+        their bytes, bytes of ``buf`` answered)."""
+        server = self.server
+        metrics = server.metrics
+        started = time.perf_counter() if metrics is not None else 0.0
+        frames, size, used, not_found = server.processor.kept_run(buf, room, server.max_frame, server.max_header, size)
+        if metrics is not None:
+            metrics.observe_routes(len(frames) - not_found, not_found, time.perf_counter() - started)
+        return frames, size, used
 
     def data_received(self, data: bytes) -> None:
         """The same for bytes handed over whole (a transport without buffered reads)."""
@@ -155,24 +162,17 @@ class Connection(asyncio.BufferedProtocol):
             deferred: tuple[RemotingCommand, Callable[[], RegisterParts | Exception]] | None = None
             drained = False
             fast = not log.isEnabledFor(logging.DEBUG)  # debug logs every request: the plain way
-            server = self.server
-            metrics = server.metrics
-            processor = server.processor
+            processor = self.server.processor
             decoder = self.decoder
             # Route queries answerable undecoded are answered a run at a time, cut in the
-            # decoder's buffer (kept_run); the frame a run stops at goes the plain way.
-            # Metrics count a run's queries in one update, each taking its share of its time.
+            # decoder's buffer (_kept_run); the frame a run stops at goes the plain way.
             run, ran = fast and not ran, False
             while unsent <= limit and unsent < batch_end:
                 if run:
                     run = False  # until a frame has gone the plain way
                     buf = decoder.small_frames()
                     if buf is not None and len(buf) >= 8:
-                        started = time.perf_counter() if metrics is not None else 0.0
-                        frames, size, used, not_found = processor.kept_run(buf, min(limit + 1, batch_end) - unsent,
-                                                                           server.max_frame, server.max_header)  # the decoder's
-                        if metrics is not None:
-                            metrics.observe_routes(len(frames) - not_found, not_found, time.perf_counter() - started)
+                        frames, size, used = self._kept_run(buf, min(limit + 1, batch_end) - unsent)
                         if used:
                             decoder.consume(used)
                             continuing = False

@@ -48,8 +48,7 @@ class RouteLatency(Collector):
         self.sum = 0.0
 
     def observe(self, seconds: float) -> None:
-        self.counts[bisect_left(self.BUCKETS, seconds)] += 1
-        self.sum += seconds
+        self.observe_many(1, seconds)
 
     def observe_many(self, count: int, seconds_each: float) -> None:
         """``count`` queries that took ``seconds_each`` each (a run's time, shared)."""

@@ -142,7 +142,7 @@ def form_holds(cut: Cut, formed: tuple[bytes, str], cmd: RemotingCommand) -> boo
 
 def answer_frame(head: bytes, digits: bytes, tail: bytes, body: bytes) -> bytes:
     """An answer's frame: its header ``head``, the request's opaque ``digits`` and ``tail``,
-    then ``body``. (``RouteAnswers.run`` spells it out: it runs for every kept answer.)"""
+    then ``body``. (``RouteAnswers.run`` spells it out for a kept answer: it runs for each.)"""
     header_len = len(head) + len(digits) + len(tail)
     return b"".join((_PREFIX.pack(4 + header_len + len(body), header_len), head, digits, tail, body))
 
@@ -271,9 +271,7 @@ class RouteAnswers:
                     else:
                         body, queues = built
                         self.keep(key, _SUCCESS, route_head, route_tail, body, (last[0], queues))  # type: ignore[index]
-                        header_len = len(route_head) + len(route_tail) + len(digits)
-                        frame = b"".join((_PREFIX.pack(4 + header_len + len(body), header_len), route_head, digits,
-                                          route_tail, body))
+                        frame = answer_frame(route_head, digits, route_tail, body)
                         self.formed += 1
                 else:
                     code, head, tail, body, fixed, _, _ = entry
