@@ -458,7 +458,17 @@ class Processor:
         """``topic``'s route body for a request of ``form`` and the queue map it was computed
         from; None: none (TOPIC_NOT_EXIST, answered the plain way) or a bug (answered,
         and logged, the plain way). The caches are in sync (``_sync_if_written``)."""
-        queues = self.routes.queues_of(topic)
+        routes = self.routes
+        queues = routes.topic_queue_table.get(topic)  # queues_of, without its call
+        if queues is not None and not (self._order_enabled or self._acting_enabled or routes.topic_mapping_table):
+            # _body_of's cache lookup for the usual server (no order conf, no acting
+            # masters, no static topics: the key's last three are None, False, None),
+            # spelled out: a topic's first query runs this, ~0.2 us less than the call.
+            standard, zone = form  # type: ignore[misc]
+            hit = self._route_cache.get((id(queues), standard, None, zone, False, None))
+            if hit is not None and hit[0] is queues:
+                self.route_cache_hits += 1
+                return hit[1], queues
         try:
             return self._body_of(topic, queues, form), queues  # type: ignore[arg-type]
         except Exception:

@@ -221,7 +221,7 @@ class RouteAnswers:
         Returns (the answer frames, their bytes, the bytes of ``buf`` they answered, the
         kept ones used, the answers that are TOPIC_NOT_EXIST); the caller consumes those
         bytes of ``buf``."""
-        answers, out = self._answers, []
+        answers, by_topic, out = self._answers, self._by_topic, []
         pos = used = hits = not_found = 0
         if size is None:
             size = len(buf)
@@ -269,9 +269,19 @@ class RouteAnswers:
                         if frame is None:
                             break  # decoded next
                     else:
+                        # ``keep``, spelled out for a key known to be new (this is a miss)
                         body, queues = built
-                        self.keep(key, _SUCCESS, route_head, route_tail, body, (last[0], queues))  # type: ignore[index]
-                        frame = answer_frame(route_head, digits, route_tail, body)
+                        topic = last[0]  # type: ignore[index]
+                        if len(answers) >= self.limit:
+                            self.clear()
+                        keys = by_topic.get(topic)
+                        by_topic[topic] = key if keys is None else \
+                            (keys if isinstance(keys, tuple) else (keys,)) + (key,)
+                        header_len = len(route_head) + len(route_tail)
+                        answers[key] = (_SUCCESS, route_head, route_tail, body, header_len, topic, queues)
+                        header_len += len(digits)
+                        frame = b"".join((_PREFIX.pack(4 + header_len + len(body), header_len), route_head, digits,
+                                          route_tail, body))
                         self.formed += 1
                 else:
                     code, head, tail, body, fixed, _, _ = entry
