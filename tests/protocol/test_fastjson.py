@@ -7,7 +7,10 @@ import json
 
 import pytest
 
-from mqnamesrv.protocol.fastjson import dumps_long_key_map, dumps_plain, dumps_str, lenient_loads
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mqnamesrv.protocol.fastjson import dumps_long_key_map, dumps_plain, dumps_str, dumps_str_list, lenient_loads
 
 # ------------------------------------------------------------------- reader ----
 
@@ -178,3 +181,21 @@ def test_dumps_plain_is_compact_default_mode() -> None:
     assert dumps_plain(["a/b", "é", "x\u2028"]) == '["a/b","é","x\\u2028"]'
     assert dumps_plain([]) == "[]"
     assert dumps_plain({}) == "{}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.text(max_size=8), st.sampled_from(["topic_1", "%RETRY%g", 'a","b', "a\\b", "a\x7fb", "",
+                                                               "a\u2028", "\x00", "é"])), max_size=12))
+def test_a_list_of_strings_is_written_as_each_string_would_be(items: list[str]) -> None:
+    """``dumps_plain`` skips its escape search for ASCII text (DEL aside), and
+    ``dumps_str_list`` joins names that need no escape: both write what each string's
+    own literal is, in a list."""
+    expected = "[" + ",".join(dumps_str(item) for item in items) + "]"
+    assert dumps_plain(items) == expected
+    assert dumps_str_list(items) == expected
+
+
+def test_a_topic_list_with_del_in_a_name_escapes_it() -> None:
+    """DEL is ASCII, yet fastjson escapes it: neither shortcut may skip it."""
+    assert dumps_plain(["a\x7f"]) == '["a\\u007F"]'
+    assert dumps_str_list(["a\x7f", "b"]) == '["a\\u007F","b"]'

@@ -131,6 +131,42 @@ def test_same_as_a_dict_while_the_index_grows_a_step_at_a_time(
         run_ops(ops)
 
 
+@settings(max_examples=200, deadline=None)
+@given(OPS, st.sampled_from([1, 10**9]))
+def test_same_as_a_dict_whether_readers_step_runs_or_entries(
+        ops: list[tuple[str, str | list[tuple[str, int]], int]], share: int) -> None:
+    """The per-entry readers (remap, names_where, count_where, distinct_values) step a run
+    of equal values at a time, or entry by entry when runs are short: both ways agree
+    with a dict (share 1: runs whatever their length; 10^9: never)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(topic_table, "_RUN_SHARE", share)
+        run_ops(ops)
+
+
+def test_a_fleet_table_is_read_a_run_at_a_time() -> None:
+    """A broker's topics share a value in long runs: the readers ask once per distinct
+    value and step runs, and deleted entries inside a run end it."""
+    table: TopicTable[tuple[str, ...]] = TopicTable()
+    maps = [("b0",), ("b0", "b1"), ("b2",)]
+    model: dict[str, tuple[str, ...]] = {}
+    for i in range(3000):
+        model[f"t{i:05d}"] = table[f"t{i:05d}"] = maps[i // 1000]
+    for name in ("t00500", "t01999", "t02000"):
+        del table[name], model[name]
+    assert table._runs() is not None  # long runs: stepped a run at a time
+    asked: list[tuple[str, ...]] = []
+
+    def with_b1(value: tuple[str, ...]) -> bool:
+        asked.append(value)
+        return "b1" in value
+
+    assert table.names_where(with_b1) == [t for t, v in model.items() if "b1" in v]
+    assert sorted(asked) == sorted(maps)  # once per distinct value
+    assert table.count_where(lambda v: "b0" in v) == sum("b0" in v for v in model.values()) == 1998
+    assert table.remap(lambda v: None if v == ("b2",) else v + ("b9",)) == 2997
+    assert list(table.items()) == [(t, v + ("b9",)) for t, v in model.items() if v != ("b2",)]
+
+
 def test_a_growing_index_is_built_a_few_entries_per_topic_added() -> None:
     """No one addition re-indexes the whole table (that held the loop ~135 ms at 4 * 10^5
     topics): the next index gets ``_GROW_STEP`` entries per topic added, and is swapped

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from .codes import VERSION_V3_0_11
 from .errors import BodyDecodeError
-from .fastjson import dumps_long_key_map, dumps_plain, dumps_str, lenient_loads
+from .fastjson import dumps_long_key_map, dumps_plain, dumps_str, dumps_str_list, lenient_loads
 from .javahash import hashmap_order
 
 
@@ -510,7 +510,7 @@ class TopicList:
 
     def encode(self) -> bytes:
         head = "{" if self.broker_addr is None else '{"brokerAddr":' + dumps_str(self.broker_addr) + ","
-        return (head + '"topicList":' + dumps_plain(list(self.topics)) + "}").encode("utf-8")
+        return (head + '"topicList":' + dumps_str_list(list(self.topics)) + "}").encode("utf-8")
 
     @classmethod
     def decode(cls, body: bytes) -> TopicList:

@@ -130,8 +130,28 @@ def dumps_long_key_map(mapping: dict[int, str], *, standard: bool) -> str:
 def dumps_plain(obj: Any) -> str:
     """Compact JSON for simple values (lists of strings, string maps) in default mode."""
     out = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    if _FASTJSON_EXTRA_ESCAPES.search(out):
+    # (DEL is the one extra escape of an ASCII character: a 4 x 10^4-topic list is
+    # checked in ~0.05 ms instead of the search's ~3 ms)
+    if (not out.isascii() or "\x7f" in out) and _FASTJSON_EXTRA_ESCAPES.search(out):
         out = _FASTJSON_EXTRA_ESCAPES.sub(_escape_extra, out)
     if "\\u" in out:
         out = _LOWER_HEX_ESCAPE.sub(_upper_escape, out)
     return out
+
+
+#: the ASCII characters ``dumps_plain`` writes as they are: printable, bar the backslash
+#: (the quote is counted apart) and DEL (fastjson's first extra escape)
+_ASCII_UNESCAPED = bytes(range(0x20, 0x7F)).replace(b"\\", b"")
+
+
+def dumps_str_list(items: list[str]) -> str:
+    """``dumps_plain(items)`` for a list of strings. Topic names need no escape, so when
+    none does the list is written by one join: a 4 x 10^4-topic list in ~0.5 ms instead
+    of ~3 ms (the topic lists hold the loop for as long)."""
+    text = '","'.join(items)
+    # every quote in the text is a separator's, and nothing else would be escaped (a
+    # C pass deleting what is written as is; a regex search took 2 ms of 600 KB)
+    if items and text.isascii() and text.count('"') == 2 * (len(items) - 1) and \
+            not text.encode("ascii").translate(None, _ASCII_UNESCAPED):
+        return '["' + text + '"]'
+    return dumps_plain(items)
