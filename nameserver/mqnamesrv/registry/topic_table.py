@@ -371,6 +371,9 @@ class TopicTable(Generic[V]):
         starts, names = self._starts, self._names
         if len(entries) == len(self._values):  # every entry: the bounds are the starts as they are
             begins, ends = starts[:-1], starts[1:]
+        elif entries and entries[-1] - entries[0] == len(entries) - 1:
+            # ascending and contiguous (a broker's or cluster's topics usually are): a slice
+            begins, ends = starts[entries[0]:entries[-1] + 1], starts[entries[0] + 1:entries[-1] + 2]
         else:
             begins = array("I", map(starts.__getitem__, entries))
             ends = array("I", map(starts.__getitem__, map((1).__add__, entries)))
