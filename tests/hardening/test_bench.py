@@ -98,6 +98,11 @@ def test_bench_fleet_against_another_name_server(start_namesrv: Callable[..., Na
         assert side["reregister_unchanged_ms"] > 0
         assert side["reregister_1pct_changed_ms"] > 0 and side["longest_stall_ms"] > 0
         assert side["route_quiet"]["requests"] == side["route_under_churn"]["requests"] == 2000
+        # the requests that walk every topic, each answered, with the probe's longest wait
+        assert set(side["admin_ms"]) == {"topic_list", "topics_by_cluster", "wipe_write_perm", "add_write_perm",
+                                         "unregister_broker"}
+        assert all(isinstance(ms, float) and ms > 0 for ms in side["admin_ms"].values()), side["admin_ms"]
+        assert side["longest_stall_admin_ms"] > 0
     assert out["ours"]["rss_growth_mb"] is None  # -n: ours is not our child here
     assert out["vs"]["rss_growth_mb"] is not None and out["vs"]["rss_growth_at_once_mb"] is not None
     assert out["ours"]["rss_growth_at_once_mb"] is None
@@ -105,7 +110,7 @@ def test_bench_fleet_against_another_name_server(start_namesrv: Callable[..., Na
     assert out["vs"]["route_cpu_us_per_request_again"] > 0 and out["ours"]["route_cpu_us_per_request_again"] is None
     assert set(out["ratios"]) >= {"register_first", "register_first_new_cluster", "reregister_unchanged",
                                   "reregister_1pct_changed",
-                                  "route_p99_under_churn", "longest_stall"}
+                                  "route_p99_under_churn", "longest_stall", "longest_stall_admin"}
     assert out["ratios"]["register_first"] > 0
     assert out["protocol_echo"]["requests"] == 2000 and out["protocol_echo"]["cpu_us_per_request"] >= 0
     # the floor is taken right before and right after our route CPU passes, and averaged

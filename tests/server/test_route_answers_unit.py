@@ -100,3 +100,82 @@ def test_only_a_canonical_opaque_is_cut() -> None:
         return len(header).to_bytes(4, "big") + header
     assert [cut_opaque(payload(o)) is not None for o in ("0", "7", "-7", "2147483647", "-2147483648")] == [True] * 5
     assert [cut_opaque(payload(o)) for o in ("-0", "007", " 7", "7.0", "1e3", "2147483648", "-2147483649")] == [None] * 7
+
+
+def test_a_big_drop_forgets_every_answer_at_once_and_the_old_tables_are_freed_apart() -> None:
+    """A write touching DROP_ALL_AT topics or more (a broker joining or leaving, a write-perm
+    rewrite), or naming a broker among as many answers, drops every answer: new tables at
+    once, the old ones emptied by another thread, so no loop pays for 10^4 frees."""
+    import time
+
+    from mqnamesrv.server import route_answers
+
+    for topics, brokers in ((route_answers.DROP_ALL_AT, ()), (1, ("broker-z",))):
+        answers = RouteAnswers(limit=10 * route_answers.DROP_ALL_AT)
+        asks = [request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": f"t{i}"}) for i in range(route_answers.DROP_ALL_AT)]
+        for cmd in asks:
+            _kept(answers, cmd, ("broker-a",))
+        old = answers._answers
+        answers.drop([f"t{i}" for i in range(topics)], brokers)
+        assert len(answers) == 0 and all(_asked(answers, cmd) is None for cmd in asks[:3])
+        _kept(answers, asks[0], ("broker-a",))  # kept again in the new table
+        assert _asked(answers, asks[0]) is not None and len(answers) == 1
+        deadline = time.monotonic() + 10
+        while old and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not old  # the releasing thread emptied it
+    # below both lines, only what was asked for goes
+    answers = RouteAnswers(limit=100)
+    small = [request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": t}) for t in "abc"]
+    for cmd in small:
+        _kept(answers, cmd, ("broker-a",))
+    answers.drop(["a"], ("broker-z",))
+    assert [_asked(answers, cmd) is not None for cmd in small] == [False, True, True]
+
+
+def test_answers_built_in_a_run_past_the_limit_go_to_the_new_tables() -> None:
+    """A run that fills the table clears it mid-read: the answers it keeps after that must
+    land in the tables now in place (asked again, they are hits), not in the old ones."""
+    from mqnamesrv.registry.config import NamesrvConfig
+    from mqnamesrv.registry.kv import KVStore
+    from mqnamesrv.registry.routes import RouteTable
+    from mqnamesrv.server.dispatch import Processor
+    from mqadmin.bench.load import master_request, topics_body
+
+    processor = Processor(RouteTable(), KVStore(), NamesrvConfig())
+    names = [f"t{i:02d}" for i in range(12)]
+    registered = processor.handle(master_request("C", "b0", "127.0.0.1:10911", topics_body(names)), "broker")
+    assert registered is not None and registered.code == 0
+    processor.route_answers.limit = 5
+    frames = [encode(request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": t}, opaque=i)) for i, t in enumerate(names)]
+
+    def run(data: bytes) -> list[bytes]:
+        buf = bytearray(data)
+        out: list[bytes] = []
+        while buf:
+            got, _, used, _ = processor.kept_run(buf, 1 << 20, 1 << 24, 1 << 24)
+            if not used:  # decoded: answered the plain way (the first, which teaches the form)
+                cut = cut_opaque(bytes(buf[4:len(frames[0])]))
+                assert cut is not None
+                answer = processor.route_frame(decode_reply_of(buf), cut)
+                assert answer is not None
+                out.append(answer)
+                del buf[:len(frames[0])]
+                continue
+            out += got
+            del buf[:used]
+        return out
+
+    first = run(b"".join(frames))
+    assert len(first) == 12 and len(processor.route_answers) <= 5
+    formed, misses = processor.route_answers.formed, processor.route_answers.misses
+    again = run(frames[-1])  # the last one built after the clears: kept in the table in place
+    assert again == [first[-1]]
+    assert (processor.route_answers.formed, processor.route_answers.misses) == (formed, misses)  # a hit
+
+
+def decode_reply_of(buf: bytearray) -> RemotingCommand:
+    from mqnamesrv.protocol.frame import decode_payload
+
+    length = int.from_bytes(buf[:4], "big")
+    return decode_payload(bytes(buf[4:4 + length]))
