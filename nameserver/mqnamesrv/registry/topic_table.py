@@ -361,15 +361,18 @@ class TopicTable(Generic[V]):
         once per distinct value; the names are decoded by C loops, not one by one."""
         values = self._values
         if test is None:
+            if self._live == len(values):
+                return self._names_at(None)  # none deleted: no list of 10^4-10^5 entry numbers
             kept = list(compress(range(len(values)), map(is_not, values, repeat(None))))
         else:
             kept = list(compress(range(len(values)), self._per_entry(test, False)))
         return self._names_at(kept)
 
-    def _names_at(self, entries: list[int]) -> list[str]:
-        """The names of ``entries``: an ASCII buffer is decoded once and sliced."""
+    def _names_at(self, entries: list[int] | None) -> list[str]:
+        """The names of ``entries`` (None: every entry): an ASCII buffer is decoded once
+        and sliced."""
         starts, names = self._starts, self._names
-        if len(entries) == len(self._values):  # every entry: the bounds are the starts as they are
+        if entries is None or len(entries) == len(self._values):  # every entry: the starts as they are
             begins, ends = starts[:-1], starts[1:]
         elif entries and entries[-1] - entries[0] == len(entries) - 1:
             # ascending and contiguous (a broker's or cluster's topics usually are): a slice
