@@ -329,3 +329,28 @@ def test_new_topics_appended_by_update_each_across_rebuilds_are_counted_indexed_
     again: TopicTable[int] = table.copy()
     assert again.update_entries(entries, [(t, v + 1) for t, v in more], lambda old, arg: arg) == 300
     assert all(again.get(t) == v + 1 for t, v in more) and len(again) == 516
+
+
+def test_frozen_names_are_the_topics_as_of_the_freeze_whatever_happens_after() -> None:
+    """A whole topic list is built off the loop from names frozen on it: later writes to
+    the table must not show, and the table itself (its numbering) is left as it was."""
+    table: TopicTable[int] = TopicTable()
+    for i in range(50):
+        table[f"t{i}"] = i % 3
+    del table["t7"]
+    numbering = table.numbering
+    names = table.frozen_names()
+    assert table.numbering is numbering  # (a copy would have taken it over)
+    table["new"] = 1
+    del table["t8"]
+    table["t7"] = 2  # re-added: a new entry at the end
+    for i in range(50, 5000):  # past a growth and a compaction or two
+        table[f"t{i}"] = 0
+    for i in range(10, 3000):
+        del table[f"t{i}"]
+    assert names() == [f"t{i}" for i in range(50) if i != 7]
+    fresh: TopicTable[int] = TopicTable()
+    fresh["a"] = 1
+    kept = fresh.numbering
+    fresh.frozen_names()
+    assert fresh.numbering is kept and fresh.names_where() == ["a"]

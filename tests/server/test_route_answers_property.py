@@ -380,3 +380,37 @@ def test_a_registration_applied_in_slices_drops_what_it_changed(inproc: InProces
         third = register_body({t: (4 if i % 2 == 0 else 8, 6) for i, t in enumerate(names)}, 3, [], {})
         assert broker.call(register_request("C1", "b1", "127.0.0.1:10010", 0, third)).code == 0
         assert ask() == len(pool) // 2
+
+
+def test_a_big_topic_list_is_built_off_the_loop_and_answered_in_order(inproc: InProcessServer,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past OFF_LOOP_TOPIC_LIST topics the whole topic list is built on a worker thread: the
+    same bytes as built on the loop, and what the connection sent after it answered after it."""
+    from mqnamesrv.server import dispatch
+
+    body = RegisterBrokerBody(DataVersion(1, 1_700_000_000_000),
+                              {f"t{i:03d}": TopicConfig(f"t{i:03d}", 4, 4, perm=6) for i in range(300)}, []).encode()
+    with RawClient(inproc.addr) as broker, RawClient(inproc.addr) as client:
+        assert broker.call(register_request("C1", "b1", "127.0.0.1:10911", 0, body)).code == 0
+        listing = encode(request(R.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {}, opaque=1))
+        expected = inproc.plain_answer(listing[4:])
+        route = encode(request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "t001"}, opaque=2))
+        jobs: list[str] = []
+        real = dispatch.Processor.decode_off_loop
+
+        def counted(self: Processor, cmd: Any, client_host: Any = None) -> Any:
+            job = real(self, cmd, client_host)
+            if job is not None:
+                jobs.append(f"{cmd.code}")
+            return job
+
+        monkeypatch.setattr(dispatch, "OFF_LOOP_TOPIC_LIST", 100)
+        monkeypatch.setattr(dispatch.Processor, "decode_off_loop", counted)
+        client.send_bytes(listing + route + listing)
+        first, second, third = raw_answers(client, 3)
+        assert jobs == [str(R.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)] * 2  # both built off the loop
+        assert first == third == expected
+        assert decode_payload(second[4:]).opaque == 2 and second == inproc.plain_answer(route[4:])
+        monkeypatch.setattr(dispatch, "OFF_LOOP_TOPIC_LIST", 10**9)  # on the loop: the same bytes
+        client.send_bytes(listing)
+        assert raw_answers(client, 1) == [expected] and len(jobs) == 2

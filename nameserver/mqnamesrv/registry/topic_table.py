@@ -368,6 +368,15 @@ class TopicTable(Generic[V]):
             kept = list(compress(range(len(values)), self._per_entry(test, False)))
         return self._names_at(kept)
 
+    def frozen_names(self) -> Callable[[], list[str]]:
+        """Every topic as of now, in order, worked out later (on any thread) by the function
+        returned: what it reads is copied here (a few C copies: ~0.5 ms at 7 x 10^4 topics,
+        against ~10 ms to cut the names), and this table is not touched again."""
+        snapshot: TopicTable[V] = TopicTable.__new__(TopicTable)
+        snapshot._names, snapshot._starts = bytes(self._names), array("I", self._starts)  # type: ignore[assignment]
+        snapshot._values, snapshot._live = list(self._values), self._live
+        return snapshot.names_where
+
     def _names_at(self, entries: list[int] | None) -> list[str]:
         """The names of ``entries`` (None: every entry): an ASCII buffer is decoded once
         and sliced."""

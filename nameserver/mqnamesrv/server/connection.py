@@ -13,7 +13,7 @@ from ..protocol.command import RemotingCommand
 from ..protocol.errors import ProtocolError
 from ..protocol.frame import NEED_DATA, FrameDecoder, decode_payload, decode_reply, encode
 from ..registry.routes import StagedTopics
-from .dispatch import STAGE_SLICE_TOPICS, RegisterParts
+from .dispatch import STAGE_SLICE_TOPICS, BuiltBody, RegisterParts
 from .route_answers import Cut, cut_opaque
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ class Connection(asyncio.BufferedProtocol):
             unsent = self.transport.get_write_buffer_size()
             batch_end = unsent + WRITE_BATCH  # the join below copies a batch: keep it small
             error: ProtocolError | None = None
-            deferred: tuple[RemotingCommand, Callable[[], RegisterParts | Exception]] | None = None
+            deferred: tuple[RemotingCommand, Callable[[], RegisterParts | BuiltBody | Exception]] | None = None
             drained = False
             fast = not log.isEnabledFor(logging.DEBUG)  # debug logs every request: the plain way
             processor = self.server.processor
@@ -222,7 +222,7 @@ class Connection(asyncio.BufferedProtocol):
             if drained or error is not None or deferred is not None:
                 return
 
-    def _defer(self, cmd: RemotingCommand, job: Callable[[], RegisterParts | Exception]) -> None:
+    def _defer(self, cmd: RemotingCommand, job: Callable[[], RegisterParts | BuiltBody | Exception]) -> None:
         """Parse ``cmd``'s body on a worker thread, then answer it (and go on with this
         connection's frames) back on the loop. Only the parse leaves the loop: the
         registration is applied there (a big one in slices on a copy, published in one
@@ -233,7 +233,7 @@ class Connection(asyncio.BufferedProtocol):
         future = asyncio.get_running_loop().run_in_executor(None, job)
         future.add_done_callback(lambda done: self._decoded(cmd, done))
 
-    def _decoded(self, cmd: RemotingCommand, done: asyncio.Future[RegisterParts | Exception]) -> None:
+    def _decoded(self, cmd: RemotingCommand, done: asyncio.Future[RegisterParts | BuiltBody | Exception]) -> None:
         if self.closing:
             self.deferred = False
             return  # the connection went meanwhile; as if the request had not arrived
@@ -244,7 +244,7 @@ class Connection(asyncio.BufferedProtocol):
         else:
             self._staging = asyncio.ensure_future(self._apply_in_slices(cmd, decoded, staged))
 
-    async def _apply_in_slices(self, cmd: RemotingCommand, decoded: RegisterParts | Exception,
+    async def _apply_in_slices(self, cmd: RemotingCommand, decoded: RegisterParts | BuiltBody | Exception,
                                staged: StagedTopics) -> None:
         """Build a big registration's new topic table a slice at a time, letting every
         other connection be served between slices, then publish it in one piece. However
@@ -263,7 +263,7 @@ class Connection(asyncio.BufferedProtocol):
                 return
             self._finish(cmd, decoded, staged)
 
-    def _finish(self, cmd: RemotingCommand, decoded: RegisterParts | Exception,
+    def _finish(self, cmd: RemotingCommand, decoded: RegisterParts | BuiltBody | Exception,
                 staged: StagedTopics | None = None) -> None:
         """Answer the deferred request, then go on with this connection's frames."""
         self.deferred = False
@@ -286,7 +286,7 @@ class Connection(asyncio.BufferedProtocol):
             log.info("registration of %s from %s: %d topics staged in %d slices went stale; handled in one piece "
                      "instead", name, self.peer, count, staged.slices)
 
-    def _answer(self, cmd: RemotingCommand, decoded: RegisterParts | Exception | None = None,
+    def _answer(self, cmd: RemotingCommand, decoded: RegisterParts | BuiltBody | Exception | None = None,
                 staged: StagedTopics | None = None, cut: Cut | None = None) -> bytes | None:
         """The encoded answer to ``cmd`` (None: none to send); ``cut``, its frame cut at
         the opaque (``cut_opaque``), lets a route answer be kept for the same request again."""

@@ -48,6 +48,10 @@ ROUTE_CACHE_LIMIT = 200_000
 #: Processor.decode_off_loop): a fleet broker's 1.5 MB takes ~15 ms to parse, and
 #: every request behind it on the event loop would wait that long.
 OFF_LOOP_BODY_BYTES = 256 * 1024
+#: The whole topic list of a table at least this big is built on a worker thread from
+#: names frozen on the loop (``TopicTable.frozen_names``): at 7 x 10^4 topics, building it
+#: on the loop held every other request 15-25 ms (issue #19: ~10 ms at most).
+OFF_LOOP_TOPIC_LIST = 16_384
 #: The same for a compressed body: 100,000 topics deflate to ~250 KB.
 OFF_LOOP_COMPRESSED_BYTES = 16 * 1024
 #: Topics a master registration applies per turn of the event loop when it has more than
@@ -112,6 +116,14 @@ BROKER_WRITES = frozenset({
     RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.BROKER_HEARTBEAT,
     RequestCode.QUERY_DATA_VERSION,  # refreshes a broker's liveness, as a heartbeat does
 })
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltBody:
+    """A read's answer body built off the loop (``decode_off_loop``), from what the
+    registry held when the request was read: the answer is as of then, as if read then."""
+
+    body: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,12 +284,17 @@ class Processor:
     # ----------------------------------------------------------------- entry ----
 
     def decode_off_loop(self, cmd: RemotingCommand, client_host: str | None = None
-                        ) -> Callable[[], RegisterParts | BodyDecodeError] | None:
+                        ) -> Callable[[], RegisterParts | BodyDecodeError | BuiltBody] | None:
         """For a request whose body is big enough to be worth parsing on a worker thread
         first, the job to run there (its result goes to ``handle(..., decoded=)``); else
         None. None too when the body is the one its master last sent: that needs no
         parse at all, and when ``client_host`` is not on ``brokerAllowList``: ``handle``
-        refuses it before anything reads its body."""
+        refuses it before anything reads its body. A big table's whole topic list is such
+        a job too (``OFF_LOOP_TOPIC_LIST``), built from its names as of now."""
+        if cmd.code == RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER and not cmd.is_response and \
+                len(self.routes.topic_queue_table) >= OFF_LOOP_TOPIC_LIST:
+            names = self.routes.topic_queue_table.frozen_names()
+            return lambda: BuiltBody(TopicList(names()).encode())
         if cmd.code != RequestCode.REGISTER_BROKER or cmd.is_response or len(cmd.body) < (
                 OFF_LOOP_COMPRESSED_BYTES if _flag(cmd, "compressed") else OFF_LOOP_BODY_BYTES):
             return None
@@ -294,7 +311,7 @@ class Processor:
         twins = self.routes.twins if master and base is None else None
         return lambda: decode_register_safely(cmd, known, base, master, **limits, twins=twins)
 
-    def stage_register(self, cmd: RemotingCommand, decoded: RegisterParts | BodyDecodeError | None
+    def stage_register(self, cmd: RemotingCommand, decoded: RegisterParts | BodyDecodeError | BuiltBody | None
                        ) -> StagedTopics | None:
         """For a master registration parsed off the loop with more than a slice of topics
         to apply, its topics applied to a copy of the table, ``STAGE_SLICE_TOPICS`` per
@@ -321,7 +338,7 @@ class Processor:
         return {"max_inflated": self.config["frameMaxLength"], "max_topics": self.config["maxTopicsPerRegistration"]}
 
     def handle(self, cmd: RemotingCommand, conn: Hashable = None, client_host: str | None = None, *,
-               decoded: RegisterParts | BodyDecodeError | None = None,
+               decoded: RegisterParts | BodyDecodeError | BuiltBody | None = None,
                staged: StagedTopics | None = None) -> RemotingCommand | None:
         """The response to send, or None when nothing must be sent (one-way requests,
         stray responses). One-way requests are still processed. ``client_host`` is the
@@ -339,8 +356,13 @@ class Processor:
                 self._check_allowed(cmd, client_host, self.broker_allow_list, "brokerAllowList")
             if handler is None:
                 raise RequestError(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
-            # A body parsed off the loop is only ever a REGISTER_BROKER's (decode_off_loop).
-            response = handler(cmd, conn) if decoded is None else self.register_broker(cmd, conn, decoded, staged)
+            # Off the loop: a REGISTER_BROKER's body parsed, or a read's answer built (decode_off_loop).
+            if decoded is None:
+                response = handler(cmd, conn)
+            elif isinstance(decoded, BuiltBody):
+                response = self._ok(cmd, body=decoded.body)
+            else:
+                response = self.register_broker(cmd, conn, decoded, staged)
             if cmd.code != RequestCode.GET_ROUTEINFO_BY_TOPIC and self.answers_epoch() != self._answers_seen:
                 # A write: drop what it touched now, so that what it recorded (a registration's
                 # topics) is not held until the next route query.
