@@ -353,8 +353,16 @@ class TopicTable(Generic[V]):
         return out
 
     def count_where(self, test: Callable[[V], bool]) -> int:
-        """How many topics' values pass ``test``, asked once per distinct value."""
-        return sum(self._per_entry(lambda value: bool(test(value)), False))
+        """How many topics' values pass ``test``, asked once per distinct value and summed
+        a run at a time (``_runs``), or by C loops over every entry."""
+        values = self._values
+        cuts = self._runs()
+        heads = values if cuts is None else list(map(values.__getitem__, cuts[:-1]))
+        passing = {id(value) for value in dict(zip(map(id, heads), heads)).values()
+                   if value is not None and test(value)}
+        if cuts is None:
+            return sum(map(passing.__contains__, map(id, values)))
+        return sum(stop - start for start, stop, head in zip(cuts, cuts[1:], heads) if id(head) in passing)
 
     def names_where(self, test: Callable[[V], bool] | None = None) -> list[str]:
         """The topics (in order) whose values pass ``test`` (every topic: None), asked
