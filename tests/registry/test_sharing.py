@@ -95,3 +95,18 @@ def test_export_import_round_trip_shares_again(table: RouteTable) -> None:
     fresh.import_state(state)
     assert snapshot(fresh) == snapshot(table)
     assert fresh.queue_maps() == 1
+
+
+def test_a_broker_leaving_keeps_every_map_still_held_interned_and_forgets_the_rest() -> None:
+    """A broker's leaving rewrites every map naming it and then compacts the interned maps:
+    those the topics still hold stay interned (a later write finds and shares them), the
+    ones no topic holds go."""
+    t = RouteTable(clock=ManualClock())
+    register(t, "broker-a", MASTER_A, 0, [topic(n) for n in NAMES], conn="a")
+    register(t, "broker-b", MASTER_B, 0, [topic(n, 8) for n in NAMES[:30]] + [topic("b-only", 2)], conn="b")
+    t.connection_closed("b")
+    held = {id(q): q for q in t.topic_queue_table.distinct_values()}
+    assert set(held) == {id(m) for m in t._maps.values()}
+    # the map left for t0 (broker-a alone) is the interned one a new write shares
+    register(t, "broker-a", MASTER_A, 0, [topic(n) for n in NAMES] + [topic("late")], conn="a", counter=2)
+    assert t.topic_queue_table["late"] is t.topic_queue_table["t0"]

@@ -394,9 +394,10 @@ class RouteTable:
         self._maps[key] = m
         return m
 
-    def _compact(self) -> None:
-        """Forget interned maps and cached transitions no topic uses any more."""
-        live = {id(m): m for m in self.topic_queue_table.distinct_values()}
+    def _compact(self, live_maps: Iterable[QueueMap] | None = None) -> None:
+        """Forget interned maps and cached transitions no topic uses any more; ``live_maps``,
+        if given, are the maps the topics hold (else found by a pass over the topics)."""
+        live = {id(m): m for m in (self.topic_queue_table.distinct_values() if live_maps is None else live_maps)}
         self._maps = {k: m for k, m in self._maps.items() if id(m) in live}
         self._maps_live_at_compaction = len(self._maps)
         self._with_cache.clear()
@@ -758,13 +759,21 @@ class RouteTable:
                     del self.cluster_addr_table[name]
                 if cluster is None:
                     break  # channel destroy: only the first cluster holding it (6.2 step 4)
-        self.topic_queue_table.remap(
-            lambda queues: (self._without(queues, broker_name) or None) if broker_name in queues else queues)
+        # Every map some topic holds goes through ``without`` once, so what it gives back
+        # is every map the topics hold after: the compaction needs no pass of its own.
+        held: dict[int, QueueMap] = {}
+
+        def without(queues: QueueMap) -> QueueMap | None:
+            out = (self._without(queues, broker_name) or None) if broker_name in queues else queues
+            if out is not None:
+                held[id(out)] = out
+            return out
+
+        self.topic_queue_table.remap(without)
         # No topic holds this broker's QueueData any more: forget its pool, and the maps
         # and transitions that held them, or broker churn grows the server for ever.
-        # (The remap above already cost O(topics), as does the compaction.)
         self._pooled -= len(self._pools.pop(broker_name, ()))
-        self._compact()
+        self._compact(held.values())
         self._group_changed(broker_name)
 
     def _remove_addr(self, broker_addr: str, reason: str, conn: Hashable | None) -> Removal:
