@@ -51,6 +51,24 @@ def test_only_the_changed_topics_are_parsed_and_the_rest_is_known_by_hash() -> N
     assert empty is not None and empty.changed == {} and len(empty.hashes) == 0
 
 
+def test_changed_topics_come_in_body_order_across_blocks_changed_in_place_and_by_insertion() -> None:
+    """The walk batches the blocks changed in place (their topics are reported at the end
+    of a run of them) and matches a block with a topic inserted at once: the topics
+    still come in the body's order, as a full parse gives them, which is the order new
+    topics enter the registry in."""
+    names = [f"topic_{i:04d}" for i in range(200)]
+    first = table_changes(body(dict.fromkeys(names, 8)), V, NONE)
+    assert first is not None
+    second = table_changes(body(dict.fromkeys(names, 8), counter=2), V, first.hashes)  # the walk's blocks
+    assert second is not None and second.changed == {}
+    # In place in blocks 0 and 3, a topic inserted in block 5, in place again in block 8.
+    edited = [f"{name}_renamed" if i in (3, 50, 130) else name for i, name in enumerate(names)]
+    edited.insert(85, "inserted")
+    got = table_changes(body(dict.fromkeys(edited, 8), counter=3), V, second.hashes)
+    assert got is not None
+    assert list(got.changed) == ["topic_0003_renamed", "topic_0050_renamed", "inserted", "topic_0130_renamed"]
+
+
 def test_bodies_it_cannot_vouch_for_are_left_to_the_full_parse() -> None:
     plain = body({"a": 8, "b": 8})
     assert table_changes(plain, 36, NONE) is None  # a bare wrapper (pre-3.0.11 request)

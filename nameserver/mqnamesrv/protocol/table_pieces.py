@@ -56,6 +56,7 @@ from __future__ import annotations
 import os
 import re
 from array import array
+from collections import deque
 from dataclasses import dataclass
 from itertools import accumulate, chain, compress, groupby, repeat
 from operator import add, ne, sub
@@ -335,7 +336,8 @@ def _walk(body: bytes, opened: int, end: int, base: array) -> tuple[PieceHashes,
     there). Where blocks stop being found (more than half of those walked, or a block
     that cannot be placed), the rest of the table is split whole and compared with the
     rest of ``base``. One xxh3 of a block's bytes for 16 unchanged topics, instead of 16
-    splits and hashes."""
+    splits and hashes; a block changed in place costs a split of its bytes (~2 us) and
+    its share of one batch (``_compared``): ~1.0 ms for a 1% rename, was ~1.15."""
     blocks = getattr(base, "blocks", None)
     if blocks is None:
         return None
@@ -348,6 +350,15 @@ def _walk(body: bytes, opened: int, end: int, base: array) -> tuple[PieceHashes,
     loose: list[bytes] = []
     loose_hashes: list[int] = []
     stale: set[int] = set()
+    # A block changed in place (as many pieces as before) is compared with its base
+    # pieces place by place, in one batch with the others: its pieces, the base hashes
+    # they stand against and their places in ``out`` (which takes the base's hashes
+    # there meanwhile) wait in these until ``_compared``, before anything else is
+    # added to ``loose`` (which keeps body order). One hashing and one comparison for
+    # the ~100 blocks of a 1% change, not one each: ~0.3 ms less of ~1.3.
+    queued: list[bytes] = []
+    queued_old = array("Q")
+    places = array("q")
     at = copied = 0  # base pieces walked past, and appended to ``out``
     spot = opened  # where the walk stands (a piece starts there)
     found = False  # block k is known to be at spot
@@ -366,13 +377,18 @@ def _walk(body: bytes, opened: int, end: int, base: array) -> tuple[PieceHashes,
             count = counts[k]
             # Mostly a topic changed in place or one inserted: as many pieces, or one more,
             # and the next block after them; failing that, other counts are tried further.
-            parts = body[spot:min(stop + _SLACK, end + 1)].split(b"}", count + 1)
-            ends = list(accumulate(map(len, parts)))
+            region = body[spot:min(stop + _SLACK, end + 1)]
+            parts = region.split(b"}", count + 1)
             want, length = hashes[k + 1], lengths[k + 1]
             take = 0
-            for tried in range(count, min(count + 2, len(parts))):
-                stop = spot + ends[tried - 1] + tried - 1
-                if _block_at(body, view, stop + 1, length, want, end):
+            # Where the count-th and (count + 1)-th pieces close, read from the region's
+            # end: its last part runs past the last "}" split at, the one before it is
+            # the (count + 1)-th piece (no running sum of 18 lengths).
+            last = spot + len(region) - len(parts[-1]) - 1
+            closes = (last - len(parts[-2]) - 1, last) if len(parts) == count + 2 else (last,)
+            for tried, stop in zip(range(count, min(count + 2, len(parts))), closes):
+                after = stop + 1 + length  # _block_at, inline: this runs for every changed block
+                if after <= end and body[after] == _CLOSE and xxh3_64_intdigest(view[stop + 1:after], _SEED) == want:
                     take, found = tried, True
                     break
             if not take:
@@ -388,28 +404,33 @@ def _walk(body: bytes, opened: int, end: int, base: array) -> tuple[PieceHashes,
             pieces = parts[:take]
             if spot == opened:
                 pieces[0] = b"," + pieces[0]
-            got = array("Q")
-            got.frombytes(b"".join(map(xxh3_64_digest, pieces, repeat(_SEED))))
+            new_hashes[k] = xxh3_64_intdigest(view[spot:stop], _SEED)
+            new_lengths[k], new_counts[k] = stop - spot, take
+            if take == count:  # matched place by place, in the batch
+                place = len(out) + at - copied
+                places.extend(range(place, place + count))
+                queued += pieces
+                queued_old += base[at:at + count]
+                spot, at, k = stop + 1, at + count, k + 1
+                continue
+            # inserted or dropped: matched by set
+            got = _hashed(pieces)
             old = base[at:at + count]
-            if take == count:  # matched place by place
-                differ = list(compress(range(count), map(ne, got, old)))
-                stale.update(map(old.__getitem__, differ))
-            else:  # inserted or dropped: matched by set
-                olds, gots = set(old), set(got)
-                if len(olds) != count or len(gots) != take:
-                    break  # a hash twice: the whole split's matching decides
-                differ = [i for i in range(take) if got[i] not in olds]
-                stale.update(olds - gots)
+            olds, gots = set(old), set(got)
+            if len(olds) != count or len(gots) != take:
+                break  # a hash twice: the whole split's matching decides
+            out.extend(base[copied:at])
+            _compared(queued, queued_old, places, out, loose, loose_hashes, stale)
+            differ = [i for i in range(take) if got[i] not in olds]
+            stale.update(olds - gots)
             loose.extend(map(pieces.__getitem__, differ))
             loose_hashes.extend(map(got.__getitem__, differ))
-            out.extend(base[copied:at])
             out.extend(got)
             at += count
             copied = at
-            new_hashes[k] = xxh3_64_intdigest(view[spot:stop], _SEED)
-            new_lengths[k], new_counts[k] = stop - spot, take
             spot, k = stop + 1, k + 1
     out.extend(base[copied:at])
+    _compared(queued, queued_old, places, out, loose, loose_hashes, stale)
     if spot <= end:  # the rest of the table, split whole
         rest = body[spot:end].split(b"}")
         if spot == opened:
@@ -428,6 +449,24 @@ def _walk(body: bytes, opened: int, end: int, base: array) -> tuple[PieceHashes,
         new_hashes, new_lengths, new_counts = new_hashes[:k], new_lengths[:k], new_counts[:k]
     out.blocks = Blocks(new_hashes, new_lengths, new_counts)
     return out, [piece for piece, h in zip(loose, loose_hashes) if h not in stale]
+
+
+def _compared(queued: list[bytes], olds: array, places: array, out: array, loose: list[bytes],
+              loose_hashes: list[int], stale: set[int]) -> None:
+    """Compare the ``queued`` pieces of blocks changed in place with the base hashes they
+    stand against (``olds``): the pieces that differ go to ``loose`` (their hashes to
+    ``loose_hashes``, in ``out`` at their ``places``), the base hashes they replace to
+    ``stale``. Empties the three queues."""
+    if not queued:
+        return
+    got = _hashed(queued)
+    differ = list(compress(range(len(got)), map(ne, got, olds)))
+    stale.update(map(olds.__getitem__, differ))
+    loose.extend(map(queued.__getitem__, differ))
+    news = list(map(got.__getitem__, differ))
+    loose_hashes.extend(news)
+    deque(map(out.__setitem__, map(places.__getitem__, differ), news), maxlen=0)
+    del queued[:], olds[:], places[:]
 
 
 def _placed(body: bytes, view: memoryview, spot: int, count: int, reach: int, want: int, length: int,
