@@ -20,8 +20,8 @@ from mqnamesrv.protocol.errors import BodyDecodeError
 from mqnamesrv.protocol.frame import decode
 from mqnamesrv.protocol.register import register_body
 from mqnamesrv.protocol.table_pieces import (
-    _BLOCK, _SEED, _TABLE_KEY, PieceHashes, TwinTable, _common, _differing, _pieces, _read_layout, _shifted,
-    table_changes)
+    _BLOCK, _SEED, _TABLE_KEY, BeyondBound, PieceHashes, TwinTable, WalkBound, _common, _differing, _pieces,
+    _read_layout, _shifted, table_changes)
 
 V = 409  # a 4.9.8 broker's request version
 NONE: array = array("q")
@@ -67,6 +67,37 @@ def test_changed_topics_come_in_body_order_across_blocks_changed_in_place_and_by
     got = table_changes(body(dict.fromkeys(edited, 8), counter=3), V, second.hashes)
     assert got is not None
     assert list(got.changed) == ["topic_0003_renamed", "topic_0050_renamed", "inserted", "topic_0130_renamed"]
+
+
+def test_a_bounded_walk_gives_the_unbounded_result_or_refuses_past_its_bound() -> None:
+    """The event loop's share (``WalkBound``): within it, exactly what the walk without
+    one finds; past any of its limits, or with no blocks to walk, BeyondBound."""
+    names = [f"topic_{i:04d}" for i in range(2000)]  # 125 blocks
+    base = table_changes(body(dict.fromkeys(names, 8)), V, NONE)
+    assert base is not None and isinstance(base.hashes, PieceHashes) and base.hashes.blocks is not None
+    bound = WalkBound(blocks=8, topics=20, rest_bytes=2000)
+
+    def renamed(every: int, each: int = 1, more: int = 0) -> bytes:
+        edited = [f"{name}_x" if i % every < each else name for i, name in enumerate(names)]
+        return body(dict.fromkeys(edited + [f"more_{i}" for i in range(more)], 8), counter=2)
+
+    for within in (renamed(400), renamed(400, each=4), renamed(2000, more=4), body(dict.fromkeys(names, 8), 2)):
+        bounded = table_changes(within, V, base.hashes, None, bound)
+        unbounded = table_changes(within, V, base.hashes)
+        assert bounded is not None and unbounded is not None
+        assert bounded.changed == unbounded.changed and bounded.hashes == unbounded.hashes
+        assert getattr(bounded.hashes, "blocks") == getattr(unbounded.hashes, "blocks")  # noqa: B009
+    for beyond in (renamed(200),  # 10 blocks changed
+                   renamed(400, each=5),  # 25 topics to parse
+                   renamed(2000, more=20),  # ~3 KB appended past the last block, split whole
+                   renamed(1)):  # everything changed: the walk would split the rest
+        assert table_changes(beyond, V, base.hashes) is not None
+        with pytest.raises(BeyondBound):
+            table_changes(beyond, V, base.hashes, None, bound)
+    with pytest.raises(BeyondBound):  # a first registration: nothing to walk
+        table_changes(renamed(400), V, NONE, None, bound)
+    with pytest.raises(BeyondBound):  # piece hashes without blocks (a full parse's)
+        table_changes(renamed(400), V, array("Q", base.hashes), None, bound)
 
 
 def test_bodies_it_cannot_vouch_for_are_left_to_the_full_parse() -> None:

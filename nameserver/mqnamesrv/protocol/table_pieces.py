@@ -115,6 +115,24 @@ TableKey = tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True)
+class WalkBound:
+    """What a bounded ``table_changes`` may do (the event loop's share of a registration):
+    walk a base's blocks meeting at most ``blocks`` changed ones, split at most
+    ``rest_bytes`` past the last block found, and parse at most ``topics`` new pieces.
+    Anything else (no blocks to walk, a first registration, a body to parse whole)
+    raises ``BeyondBound``."""
+
+    blocks: int
+    topics: int
+    rest_bytes: int
+
+
+class BeyondBound(Exception):
+    """A bounded ``table_changes`` stopped: the job is more than its ``WalkBound`` allows,
+    and is to be done unbounded elsewhere (a worker thread), from the start."""
+
+
+@dataclass(frozen=True, slots=True)
 class TwinTable:
     """What reading a first registration's topic table gave, kept for the next body with
     the same table bytes: a cluster's brokers usually hold the same topics, so a broker
@@ -165,14 +183,17 @@ def table_key(body: bytes, opened: int, end: int) -> TableKey:
         return xxh3_64_intdigest(view[opened:end + 1], _SEED), end + 1 - opened
 
 
-def table_changes(body: bytes, version: int, base: array,
-                  twins: Mapping[TableKey, TwinTable] | None = None) -> TableChanges | None:
+def table_changes(body: bytes, version: int, base: array, twins: Mapping[TableKey, TwinTable] | None = None,
+                  bound: WalkBound | None = None) -> TableChanges | None:
     """The topics of ``body`` whose pieces are not among ``base`` (piece hashes of the
     last application; empty for a broker's first: then every topic is in ``changed``),
     or None when the body is not one this can split soundly. A first registration whose
     table bytes are a key of ``twins`` (read on another thread: only ``get`` is used) is
     answered from that twin without a read; every first registration's result carries
-    its ``table_key``."""
+    its ``table_key``. With a ``bound``, only a walk of ``base``'s blocks within it is
+    done (raises ``BeyondBound`` otherwise, as soon as that is known)."""
+    if bound is not None and (not base or getattr(base, "blocks", None) is None):
+        raise BeyondBound("no blocks to walk")
     if version < VERSION_V3_0_11:
         return None
     start = body.find(_TABLE_KEY)
@@ -207,16 +228,18 @@ def table_changes(body: bytes, version: int, base: array,
         twin = twins.get(key) if twins is not None and key is not None else None
         found = twin.read() if twin is not None else None
         if found is None:
-            found = _topics(body, opened, end, base) if end >= opened else (array("Q"), {})
+            found = _topics(body, opened, end, base, bound) if end >= opened else (array("Q"), {})
     except (ValueError, AttributeError, BodyDecodeError):
         return None
     return None if found is None else TableChanges(data_version, filters, found[0], found[1], key)
 
 
-def _topics(body: bytes, opened: int, end: int, base: array) -> tuple[array, dict[str, QueueShape]] | None:
+def _topics(body: bytes, opened: int, end: int, base: array,
+            bound: WalkBound | None = None) -> tuple[array, dict[str, QueueShape]] | None:
     """The piece hashes of the table whose members are ``body[opened:end + 1]``, and the
     shapes of its topics whose pieces are not among ``base``; None if its pieces are not
-    all trusted. Raises ValueError or BodyDecodeError where a parse does.
+    all trusted. Raises ValueError or BodyDecodeError where a parse does, BeyondBound
+    past ``bound`` (see ``table_changes``).
 
     Every per-piece step is a C loop: one split of the body at ``}``, one xxh3 per piece
     (its digest's bytes joined into the array), a comparison with the base a block of
@@ -229,9 +252,13 @@ def _topics(body: bytes, opened: int, end: int, base: array) -> tuple[array, dic
             # between, unchanged, are not read at all): ~0.7 ms for 10^4 topics.
             hashes.blocks = _blocks(read[0], body, opened, True)
             return hashes, read[1]
-    walked = _walk(body, opened, end, base) if base else None
+    walked = _walk(body, opened, end, base, bound) if base else None
     if walked is not None:
         hashes, new = walked
+        if bound is not None and len(new) > bound.topics:
+            raise BeyondBound(f"{len(new)} topics to parse")
+    elif bound is not None:
+        raise BeyondBound("no blocks to walk")
     else:
         pieces = _pieces(body, opened, end)
         hashes = _hashed(pieces)
@@ -325,7 +352,8 @@ def _blocks(pieces: list[bytes], body: bytes, start: int, first: bool) -> Blocks
     return Blocks(block_hashes, array("I", map(sub, stops, starts)), counts)
 
 
-def _walk(body: bytes, opened: int, end: int, base: array) -> tuple[PieceHashes, list[bytes]] | None:
+def _walk(body: bytes, opened: int, end: int, base: array,
+          bound: WalkBound | None = None) -> tuple[PieceHashes, list[bytes]] | None:
     """The piece hashes of the table ``body[opened:end + 1]`` and its pieces not among
     ``base``, found by walking ``base``'s blocks (None: it has none). A block whose bytes
     are where the walk stands (by seeded hash and length), and end before a ``}``, holds
@@ -337,7 +365,8 @@ def _walk(body: bytes, opened: int, end: int, base: array) -> tuple[PieceHashes,
     that cannot be placed), the rest of the table is split whole and compared with the
     rest of ``base``. One xxh3 of a block's bytes for 16 unchanged topics, instead of 16
     splits and hashes; a block changed in place costs a split of its bytes (~2 us) and
-    its share of one batch (``_compared``): ~1.0 ms for a 1% rename, was ~1.15."""
+    its share of one batch (``_compared``): ~1.0 ms for a 1% rename, was ~1.15. Past
+    ``bound``'s changed blocks, or before a longer rest than it allows, raises BeyondBound."""
     blocks = getattr(base, "blocks", None)
     if blocks is None:
         return None
@@ -372,6 +401,8 @@ def _walk(body: bytes, opened: int, end: int, base: array) -> tuple[PieceHashes,
                 spot, at, k, found = stop + 1, at + counts[k], k + 1, False
                 continue
             changed += 1
+            if bound is not None and changed > bound.blocks:
+                raise BeyondBound(f"more than {bound.blocks} blocks changed")
             if changed > 4 + k // 2 or k + 1 == total:  # many differ, or the last: the rest is split
                 break
             count = counts[k]
@@ -430,6 +461,8 @@ def _walk(body: bytes, opened: int, end: int, base: array) -> tuple[PieceHashes,
             copied = at
             spot, k = stop + 1, k + 1
     out.extend(base[copied:at])
+    if bound is not None and end - spot > bound.rest_bytes:
+        raise BeyondBound(f"{end - spot} bytes to split")
     _compared(queued, queued_old, places, out, loose, loose_hashes, stale)
     if spot <= end:  # the rest of the table, split whole
         rest = body[spot:end].split(b"}")

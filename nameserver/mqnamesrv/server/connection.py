@@ -159,7 +159,7 @@ class Connection(asyncio.BufferedProtocol):
             unsent = self.transport.get_write_buffer_size()
             batch_end = unsent + WRITE_BATCH  # the join below copies a batch: keep it small
             error: ProtocolError | None = None
-            deferred: tuple[RemotingCommand, Callable[[], RegisterParts | BuiltBody | Exception]] | None = None
+            deferred: tuple[RemotingCommand, Callable[[], RegisterParts | BuiltBody | Exception] | RegisterParts] | None = None
             drained = False
             fast = not log.isEnabledFor(logging.DEBUG)  # debug logs every request: the plain way
             processor = self.server.processor
@@ -222,22 +222,27 @@ class Connection(asyncio.BufferedProtocol):
             if drained or error is not None or deferred is not None:
                 return
 
-    def _defer(self, cmd: RemotingCommand, job: Callable[[], RegisterParts | BuiltBody | Exception]) -> None:
+    def _defer(self, cmd: RemotingCommand, job: Callable[[], RegisterParts | BuiltBody | Exception] | RegisterParts) -> None:
         """Parse ``cmd``'s body on a worker thread, then answer it (and go on with this
         connection's frames) back on the loop. Only the parse leaves the loop: the
         registration is applied there (a big one in slices on a copy, published in one
-        swap), so no reader sees half of it."""
+        swap), so no reader sees half of it. A body diffed on the loop already (``job``
+        is its parts) is applied at the loop's next turn: the walk and the apply are
+        two holds of the loop, not one."""
         self.deferred = True
+        loop = asyncio.get_running_loop()
+        if isinstance(job, RegisterParts):
+            loop.call_soon(self._decoded, cmd, job)
+            return
         if self.transport is not None:
             self.transport.pause_reading()
-        future = asyncio.get_running_loop().run_in_executor(None, job)
-        future.add_done_callback(lambda done: self._decoded(cmd, done))
+        future = loop.run_in_executor(None, job)
+        future.add_done_callback(lambda done: self._decoded(cmd, done.result()))
 
-    def _decoded(self, cmd: RemotingCommand, done: asyncio.Future[RegisterParts | BuiltBody | Exception]) -> None:
+    def _decoded(self, cmd: RemotingCommand, decoded: RegisterParts | BuiltBody | Exception) -> None:
         if self.closing:
             self.deferred = False
             return  # the connection went meanwhile; as if the request had not arrived
-        decoded = done.result()
         staged = self.server.processor.stage_register(cmd, decoded)  # type: ignore[arg-type]
         if staged is None:
             self._finish(cmd, decoded)
