@@ -18,10 +18,11 @@ from mqnamesrv.protocol.codes import RequestCode
 from mqnamesrv.protocol.command import RemotingCommand
 from mqnamesrv.protocol.errors import BodyDecodeError
 from mqnamesrv.protocol.frame import decode
+from mqnamesrv.protocol import table_pieces
 from mqnamesrv.protocol.register import register_body
 from mqnamesrv.protocol.table_pieces import (
     _BLOCK, _SEED, _TABLE_KEY, BeyondBound, PieceHashes, TwinTable, WalkBound, _common, _differing, _pieces,
-    _read_layout, _shifted, table_changes)
+    _read_layout, _shifted, table_changes, table_changes_steps)
 
 V = 409  # a 4.9.8 broker's request version
 NONE: array = array("q")
@@ -98,6 +99,29 @@ def test_a_bounded_walk_gives_the_unbounded_result_or_refuses_past_its_bound() -
         table_changes(renamed(400), V, NONE, None, bound)
     with pytest.raises(BeyondBound):  # piece hashes without blocks (a full parse's)
         table_changes(renamed(400), V, array("Q", base.hashes), None, bound)
+
+
+def test_a_walk_yields_between_slices_and_ends_with_what_table_changes_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the event loop the walk is driven a slice at a time: with no time to a slice,
+    it yields every ``_CLOCK_EVERY`` blocks, and its result is ``table_changes``'."""
+    names = [f"topic_{i:04d}" for i in range(2000)]  # 125 blocks
+    base = table_changes(body(dict.fromkeys(names, 8)), V, NONE)
+    assert base is not None
+    renamed = body(dict.fromkeys((f"{name}_x" if i % 300 == 0 else name for i, name in enumerate(names)), 8), 2)
+    whole = table_changes(renamed, V, base.hashes)
+    monkeypatch.setattr(table_pieces, "SLICE_SECONDS", 0.0)
+    steps = table_changes_steps(renamed, V, base.hashes)
+    slices = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            sliced = done.value
+            break
+        slices += 1
+    assert slices == len(range(0, 125, table_pieces._CLOCK_EVERY))  # a look at the clock at each 16th block
+    assert whole is not None and sliced is not None
+    assert sliced.changed == whole.changed and sliced.hashes == whole.hashes and len(sliced.changed) == 7
 
 
 def test_bodies_it_cannot_vouch_for_are_left_to_the_full_parse() -> None:

@@ -17,7 +17,7 @@ from mqnamesrv.protocol.register import register_request
 from mqnamesrv.registry.config import NamesrvConfig
 from mqnamesrv.registry.kv import KVStore
 from mqnamesrv.registry.routes import RouteTable
-from mqnamesrv.server.dispatch import OFF_LOOP_BODY_BYTES, Processor, RegisterParts
+from mqnamesrv.server.dispatch import OFF_LOOP_BODY_BYTES, Processor, RegisterParts, RegisterWalk
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 
@@ -86,9 +86,10 @@ def one_percent_renamed(prefix: str, counter: int, every: int = 100) -> dict[str
 
 
 def test_a_fleet_brokers_small_change_is_diffed_on_the_loop_and_the_rest_on_a_worker() -> None:
-    """``decode_off_loop`` walks a re-registration's blocks itself when its changes are
-    within ``QUICK_WALK`` (a fleet broker's 1%: the parts come back, no job), and leaves a
-    first registration and a big change to a worker thread (a job)."""
+    """``decode_off_loop`` has a re-registration's blocks walked on the loop, a slice at a
+    time (a ``RegisterWalk``): within ``QUICK_WALK`` (a fleet broker's 1%) it ends with the
+    parts; a big change ends with the worker thread's job, and a first registration is
+    the worker's from the start."""
     routes = RouteTable(clock=lambda: 1)
     processor = Processor(routes, KVStore(), NamesrvConfig())
     first = fleet_register("broker-a", "a")
@@ -96,13 +97,22 @@ def test_a_fleet_brokers_small_change_is_diffed_on_the_loop_and_the_rest_on_a_wo
     assert callable(job)  # a first registration: nothing to walk yet
     assert processor.handle(first, "c", decoded=job()).code == 0  # type: ignore[union-attr]
     small = register("broker-a", "127.0.0.1:20097", topics=one_percent_renamed("a", 2), counter=2)
-    parts = processor.decode_off_loop(small)
+    walk = processor.decode_off_loop(small)
+    assert isinstance(walk, RegisterWalk)
+    parts = None
+    while parts is None:  # a slice at a time, as the loop walks it
+        parts = walk.step()
     assert isinstance(parts, RegisterParts) and parts.diff is not None
     assert sorted(parts.diff.changed) == [f"a_{i:05d}_r2" for i in range(0, TOPICS, 100)]
     assert processor.handle(small, "c", decoded=parts).code == 0  # type: ignore[union-attr]
     assert routes.topic_queue_table.get("a_00100_r2") is not None
     big = register("broker-a", "127.0.0.1:20097", topics=one_percent_renamed("a", 3, every=3), counter=3)
-    assert callable(processor.decode_off_loop(big))  # a third of the topics renamed: the worker's
+    walk = processor.decode_off_loop(big)
+    assert isinstance(walk, RegisterWalk)
+    ended = None
+    while ended is None:
+        ended = walk.step()
+    assert callable(ended) and not isinstance(ended, RegisterParts)  # a third of the topics renamed: the worker's
 
 
 def test_a_re_registration_diffed_on_the_loop_is_answered_before_the_query_behind_it(

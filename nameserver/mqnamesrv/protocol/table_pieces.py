@@ -55,12 +55,13 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from array import array
 from collections import deque
 from dataclasses import dataclass
 from itertools import accumulate, chain, compress, groupby, repeat
 from operator import add, ne, sub
-from typing import Mapping
+from typing import Generator, Mapping, TypeVar
 from weakref import ReferenceType, ref
 
 from xxhash import xxh3_64_digest, xxh3_64_intdigest
@@ -183,6 +184,25 @@ def table_key(body: bytes, opened: int, end: int) -> TableKey:
         return xxh3_64_intdigest(view[opened:end + 1], _SEED), end + 1 - opened
 
 
+T = TypeVar("T")
+#: A computation that may stop to let the event loop serve others (``yield``), and gives
+#: its result at the end.
+Steps = Generator[None, None, T]
+#: A walk yields when it has run this long since it was resumed (looked at every
+#: ``_CLOCK_EVERY`` blocks): on the event loop, the loop's share is served a slice at a time.
+SLICE_SECONDS = 0.0005
+_CLOCK_EVERY = 16
+
+
+def finished(steps: Steps[T]) -> T:
+    """``steps`` run to their end at once (a worker thread's way: no one to yield to)."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
 def table_changes(body: bytes, version: int, base: array, twins: Mapping[TableKey, TwinTable] | None = None,
                   bound: WalkBound | None = None) -> TableChanges | None:
     """The topics of ``body`` whose pieces are not among ``base`` (piece hashes of the
@@ -192,6 +212,13 @@ def table_changes(body: bytes, version: int, base: array, twins: Mapping[TableKe
     answered from that twin without a read; every first registration's result carries
     its ``table_key``. With a ``bound``, only a walk of ``base``'s blocks within it is
     done (raises ``BeyondBound`` otherwise, as soon as that is known)."""
+    return finished(table_changes_steps(body, version, base, twins, bound))
+
+
+def table_changes_steps(body: bytes, version: int, base: array, twins: Mapping[TableKey, TwinTable] | None = None,
+                        bound: WalkBound | None = None) -> Steps[TableChanges | None]:
+    """``table_changes``, yielding every ``SLICE_SECONDS`` of a walk of ``base``'s blocks:
+    the event loop's way, serving other clients between slices."""
     if bound is not None and (not base or getattr(base, "blocks", None) is None):
         raise BeyondBound("no blocks to walk")
     if version < VERSION_V3_0_11:
@@ -228,14 +255,14 @@ def table_changes(body: bytes, version: int, base: array, twins: Mapping[TableKe
         twin = twins.get(key) if twins is not None and key is not None else None
         found = twin.read() if twin is not None else None
         if found is None:
-            found = _topics(body, opened, end, base, bound) if end >= opened else (array("Q"), {})
+            found = (yield from _topics(body, opened, end, base, bound)) if end >= opened else (array("Q"), {})
     except (ValueError, AttributeError, BodyDecodeError):
         return None
     return None if found is None else TableChanges(data_version, filters, found[0], found[1], key)
 
 
 def _topics(body: bytes, opened: int, end: int, base: array,
-            bound: WalkBound | None = None) -> tuple[array, dict[str, QueueShape]] | None:
+            bound: WalkBound | None = None) -> Steps[tuple[array, dict[str, QueueShape]] | None]:
     """The piece hashes of the table whose members are ``body[opened:end + 1]``, and the
     shapes of its topics whose pieces are not among ``base``; None if its pieces are not
     all trusted. Raises ValueError or BodyDecodeError where a parse does, BeyondBound
@@ -252,7 +279,7 @@ def _topics(body: bytes, opened: int, end: int, base: array,
             # between, unchanged, are not read at all): ~0.7 ms for 10^4 topics.
             hashes.blocks = _blocks(read[0], body, opened, True)
             return hashes, read[1]
-    walked = _walk(body, opened, end, base, bound) if base else None
+    walked = (yield from _walk(body, opened, end, base, bound)) if base else None
     if walked is not None:
         hashes, new = walked
         if bound is not None and len(new) > bound.topics:
@@ -353,7 +380,7 @@ def _blocks(pieces: list[bytes], body: bytes, start: int, first: bool) -> Blocks
 
 
 def _walk(body: bytes, opened: int, end: int, base: array,
-          bound: WalkBound | None = None) -> tuple[PieceHashes, list[bytes]] | None:
+          bound: WalkBound | None = None) -> Steps[tuple[PieceHashes, list[bytes]] | None]:
     """The piece hashes of the table ``body[opened:end + 1]`` and its pieces not among
     ``base``, found by walking ``base``'s blocks (None: it has none). A block whose bytes
     are where the walk stands (by seeded hash and length), and end before a ``}``, holds
@@ -366,7 +393,8 @@ def _walk(body: bytes, opened: int, end: int, base: array,
     rest of ``base``. One xxh3 of a block's bytes for 16 unchanged topics, instead of 16
     splits and hashes; a block changed in place costs a split of its bytes (~2 us) and
     its share of one batch (``_compared``): ~1.0 ms for a 1% rename, was ~1.15. Past
-    ``bound``'s changed blocks, or before a longer rest than it allows, raises BeyondBound."""
+    ``bound``'s changed blocks, or before a longer rest than it allows, raises BeyondBound.
+    Yields every ``SLICE_SECONDS`` (see ``table_changes_steps``)."""
     blocks = getattr(base, "blocks", None)
     if blocks is None:
         return None
@@ -393,8 +421,13 @@ def _walk(body: bytes, opened: int, end: int, base: array,
     found = False  # block k is known to be at spot
     changed = 0
     k = 0
+    clock = time.perf_counter
+    resumed = clock()
     with memoryview(body) as view:
         while k < total:
+            if not k % _CLOCK_EVERY and clock() - resumed > SLICE_SECONDS:
+                yield
+                resumed = clock()
             stop = spot + lengths[k]
             if found or (stop <= end and body[stop] == _CLOSE
                          and xxh3_64_intdigest(view[spot:stop], _SEED) == hashes[k]):
