@@ -18,10 +18,11 @@ from mqnamesrv.protocol.codes import RequestCode
 from mqnamesrv.protocol.command import RemotingCommand
 from mqnamesrv.protocol.errors import BodyDecodeError
 from mqnamesrv.protocol.frame import decode
+from mqnamesrv.protocol import table_pieces
 from mqnamesrv.protocol.register import register_body
 from mqnamesrv.protocol.table_pieces import (
-    _BLOCK, _SEED, _TABLE_KEY, PieceHashes, TwinTable, _common, _differing, _pieces, _read_layout, _shifted,
-    table_changes)
+    _BLOCK, _SEED, _TABLE_KEY, BeyondBound, PieceHashes, TwinTable, WalkBound, _common, _differing, _pieces,
+    _read_layout, _shifted, table_changes, table_changes_steps)
 
 V = 409  # a 4.9.8 broker's request version
 NONE: array = array("q")
@@ -49,6 +50,78 @@ def test_only_the_changed_topics_are_parsed_and_the_rest_is_known_by_hash() -> N
     assert same is not None and same.changed == {} and same.hashes == first.hashes
     empty = table_changes(body({}), V, first.hashes)
     assert empty is not None and empty.changed == {} and len(empty.hashes) == 0
+
+
+def test_changed_topics_come_in_body_order_across_blocks_changed_in_place_and_by_insertion() -> None:
+    """The walk batches the blocks changed in place (their topics are reported at the end
+    of a run of them) and matches a block with a topic inserted at once: the topics
+    still come in the body's order, as a full parse gives them, which is the order new
+    topics enter the registry in."""
+    names = [f"topic_{i:04d}" for i in range(200)]
+    first = table_changes(body(dict.fromkeys(names, 8)), V, NONE)
+    assert first is not None
+    second = table_changes(body(dict.fromkeys(names, 8), counter=2), V, first.hashes)  # the walk's blocks
+    assert second is not None and second.changed == {}
+    # In place in blocks 0 and 3, a topic inserted in block 5, in place again in block 8.
+    edited = [f"{name}_renamed" if i in (3, 50, 130) else name for i, name in enumerate(names)]
+    edited.insert(85, "inserted")
+    got = table_changes(body(dict.fromkeys(edited, 8), counter=3), V, second.hashes)
+    assert got is not None
+    assert list(got.changed) == ["topic_0003_renamed", "topic_0050_renamed", "inserted", "topic_0130_renamed"]
+
+
+def test_a_bounded_walk_gives_the_unbounded_result_or_refuses_past_its_bound() -> None:
+    """The event loop's share (``WalkBound``): within it, exactly what the walk without
+    one finds; past any of its limits, or with no blocks to walk, BeyondBound."""
+    names = [f"topic_{i:04d}" for i in range(2000)]  # 125 blocks
+    base = table_changes(body(dict.fromkeys(names, 8)), V, NONE)
+    assert base is not None and isinstance(base.hashes, PieceHashes) and base.hashes.blocks is not None
+    bound = WalkBound(blocks=8, topics=20, rest_bytes=2000)
+
+    def renamed(every: int, each: int = 1, more: int = 0) -> bytes:
+        edited = [f"{name}_x" if i % every < each else name for i, name in enumerate(names)]
+        return body(dict.fromkeys(edited + [f"more_{i}" for i in range(more)], 8), counter=2)
+
+    for within in (renamed(400), renamed(400, each=4), renamed(2000, more=4), body(dict.fromkeys(names, 8), 2)):
+        bounded = table_changes(within, V, base.hashes, None, bound)
+        unbounded = table_changes(within, V, base.hashes)
+        assert bounded is not None and unbounded is not None
+        assert bounded.changed == unbounded.changed and bounded.hashes == unbounded.hashes
+        assert getattr(bounded.hashes, "blocks") == getattr(unbounded.hashes, "blocks")  # noqa: B009
+    for beyond in (renamed(200),  # 10 blocks changed
+                   renamed(400, each=5),  # 25 topics to parse
+                   renamed(2000, more=20),  # ~3 KB appended past the last block, split whole
+                   renamed(1)):  # everything changed: the walk would split the rest
+        assert table_changes(beyond, V, base.hashes) is not None
+        with pytest.raises(BeyondBound):
+            table_changes(beyond, V, base.hashes, None, bound)
+    with pytest.raises(BeyondBound):  # a first registration: nothing to walk
+        table_changes(renamed(400), V, NONE, None, bound)
+    with pytest.raises(BeyondBound):  # piece hashes without blocks (a full parse's)
+        table_changes(renamed(400), V, array("Q", base.hashes), None, bound)
+
+
+def test_a_walk_yields_between_slices_and_ends_with_what_table_changes_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the event loop the walk is driven a slice at a time: with no time to a slice,
+    it yields every ``_CLOCK_EVERY`` blocks, and its result is ``table_changes``'."""
+    names = [f"topic_{i:04d}" for i in range(2000)]  # 125 blocks
+    base = table_changes(body(dict.fromkeys(names, 8)), V, NONE)
+    assert base is not None
+    renamed = body(dict.fromkeys((f"{name}_x" if i % 300 == 0 else name for i, name in enumerate(names)), 8), 2)
+    whole = table_changes(renamed, V, base.hashes)
+    monkeypatch.setattr(table_pieces, "SLICE_SECONDS", 0.0)
+    steps = table_changes_steps(renamed, V, base.hashes)
+    slices = 0
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            sliced = done.value
+            break
+        slices += 1
+    assert slices == len(range(0, 125, table_pieces._CLOCK_EVERY))  # a look at the clock at each 16th block
+    assert whole is not None and sliced is not None
+    assert sliced.changed == whole.changed and sliced.hashes == whole.hashes and len(sliced.changed) == 7
 
 
 def test_bodies_it_cannot_vouch_for_are_left_to_the_full_parse() -> None:

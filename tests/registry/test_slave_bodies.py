@@ -27,7 +27,7 @@ def test_the_same_body_again_needs_no_parse_and_still_counts_as_a_registration()
     assert len(slave_register(1).body) >= dispatch.OFF_LOOP_BODY_BYTES  # type: ignore[attr-defined]
     first = slave_register(1)
     job = processor.decode_off_loop(first)  # type: ignore[arg-type]
-    assert job is not None  # a slave's first body is parsed
+    assert callable(job)  # a slave's first body is parsed, on a worker thread
     assert processor.handle(first, "c", decoded=job()).code == 0  # type: ignore[arg-type, union-attr]
     bumped = slave_register(2)
     assert processor.decode_off_loop(bumped) is None  # type: ignore[arg-type]

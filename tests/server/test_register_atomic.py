@@ -1,6 +1,7 @@
 """Fleet-sized registrations against the real server: their bodies are parsed on a worker
-thread (dispatch.OFF_LOOP_BODY_BYTES), yet each is applied in one piece, answers stay in
-order on the registering connection, and a bad big body is refused like a small one."""
+thread (dispatch.OFF_LOOP_BODY_BYTES), or a re-registration's few changes found on the loop
+(dispatch.QUICK_WALK), yet each is applied in one piece, answers stay in order on the
+registering connection, and a bad big body is refused like a small one."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from mqnamesrv.protocol.codes import ResponseCode
 from mqnamesrv.protocol.command import RemotingCommand, request
 from mqnamesrv.protocol.frame import encode
 from mqnamesrv.protocol.register import register_request
-from mqnamesrv.server.dispatch import OFF_LOOP_BODY_BYTES
+from mqnamesrv.registry.config import NamesrvConfig
+from mqnamesrv.registry.kv import KVStore
+from mqnamesrv.registry.routes import RouteTable
+from mqnamesrv.server.dispatch import OFF_LOOP_BODY_BYTES, Processor, RegisterParts, RegisterWalk
 from tests.nsprocess import NameServerProcess, RawClient
 from tests.server.brokers import register
 
@@ -57,18 +61,70 @@ def test_a_client_polling_during_registrations_sees_each_one_whole(namesrv: Name
     assert len(TopicList.decode(final.body).topics) == 4 * TOPICS
 
 
+def asked_right_behind(broker: RawClient, reg: RemotingCommand, topic: str) -> RemotingCommand:
+    """Send ``reg`` and a route query for ``topic`` in one write; both must be answered
+    SUCCESS, in that order: the query's answer."""
+    query = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+    broker.send_bytes(encode(reg) + encode(query))
+    first, second = broker.recv(), broker.recv()
+    assert first is not None and second is not None
+    assert (first.opaque, second.opaque) == (reg.opaque, query.opaque)
+    assert first.code == 0 and second.code == 0
+    return second
+
+
 def test_answers_stay_in_order_behind_a_registration_parsed_off_the_loop(namesrv: NameServerProcess) -> None:
     """A route query pipelined right behind a big registration on the same connection is
     answered after it, and sees it."""
     with RawClient(namesrv.addr, timeout=30) as broker:
-        reg = fleet_register("broker-a", "a", queues=3)
-        query = request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a_09999"})
-        broker.send_bytes(encode(reg) + encode(query))
-        first, second = broker.recv(), broker.recv()
-        assert first is not None and second is not None
-        assert (first.opaque, second.opaque) == (reg.opaque, query.opaque)
-        assert first.code == 0 and second.code == 0
-        assert TopicRouteData.decode(second.body).queue_datas[0].read_queue_nums == 3
+        answer = asked_right_behind(broker, fleet_register("broker-a", "a", queues=3), "a_09999")
+        assert TopicRouteData.decode(answer.body).queue_datas[0].read_queue_nums == 3
+
+
+def one_percent_renamed(prefix: str, counter: int, every: int = 100) -> dict[str, int]:
+    return {f"{prefix}_{i:05d}" + (f"_r{counter}" if i % every == 0 else ""): 8 for i in range(TOPICS)}
+
+
+def test_a_fleet_brokers_small_change_is_diffed_on_the_loop_and_the_rest_on_a_worker() -> None:
+    """``decode_off_loop`` has a re-registration's blocks walked on the loop, a slice at a
+    time (a ``RegisterWalk``): within ``QUICK_WALK`` (a fleet broker's 1%) it ends with the
+    parts; a big change ends with the worker thread's job, and a first registration is
+    the worker's from the start."""
+    routes = RouteTable(clock=lambda: 1)
+    processor = Processor(routes, KVStore(), NamesrvConfig())
+    first = fleet_register("broker-a", "a")
+    job = processor.decode_off_loop(first)
+    assert callable(job)  # a first registration: nothing to walk yet
+    assert processor.handle(first, "c", decoded=job()).code == 0  # type: ignore[union-attr]
+    small = register("broker-a", "127.0.0.1:20097", topics=one_percent_renamed("a", 2), counter=2)
+    walk = processor.decode_off_loop(small)
+    assert isinstance(walk, RegisterWalk)
+    parts = None
+    while parts is None:  # a slice at a time, as the loop walks it
+        parts = walk.step()
+    assert isinstance(parts, RegisterParts) and parts.diff is not None
+    assert sorted(parts.diff.changed) == [f"a_{i:05d}_r2" for i in range(0, TOPICS, 100)]
+    assert processor.handle(small, "c", decoded=parts).code == 0  # type: ignore[union-attr]
+    assert routes.topic_queue_table.get("a_00100_r2") is not None
+    big = register("broker-a", "127.0.0.1:20097", topics=one_percent_renamed("a", 3, every=3), counter=3)
+    walk = processor.decode_off_loop(big)
+    assert isinstance(walk, RegisterWalk)
+    ended = None
+    while ended is None:
+        ended = walk.step()
+    assert callable(ended) and not isinstance(ended, RegisterParts)  # a third of the topics renamed: the worker's
+
+
+def test_a_re_registration_diffed_on_the_loop_is_answered_before_the_query_behind_it(
+        namesrv: NameServerProcess) -> None:
+    """A 1% change found on the loop is applied at the loop's next turn: a route query
+    pipelined right behind it on the same connection is answered after it, and sees it."""
+    with RawClient(namesrv.addr, timeout=30) as broker:
+        assert broker.call(fleet_register("broker-a", "a")).code == 0
+        reg = register("broker-a", "127.0.0.1:20097", topics=one_percent_renamed("a", 2), counter=2)
+        asked_right_behind(broker, reg, "a_09900_r2")
+        # 4.9.8 keeps the topics a broker no longer reports
+        assert broker.call(request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": "a_09900"})).code == 0
 
 
 def test_a_big_body_that_is_not_json_is_refused_and_the_connection_goes_on(namesrv: NameServerProcess) -> None:

@@ -8,8 +8,9 @@ the custom header in Java HashMap order, ``bodyCrc32`` over the body as sent, an
 
 from __future__ import annotations
 
-import zlib
 from typing import Any, Mapping
+
+from zlib_ng.zlib_ng import crc32
 
 from .bodies import RegisterBrokerBody
 from .codes import RequestCode
@@ -36,7 +37,9 @@ def register_ext(cluster: str, broker_name: str, broker_addr: str, broker_id: in
     ext = {
         "clusterName": cluster, "brokerName": broker_name, "brokerAddr": broker_addr, "brokerId": str(broker_id),
         "haServerAddr": ha_server_addr or next_port(broker_addr), "compressed": "true" if compressed else "false",
-        "bodyCrc32": str(zlib.crc32(body) & 0x7FFFFFFF if crc is None else crc),
+        # zlib-ng: 0.03 ms for a fleet broker's 1.5 MB where zlib took 0.37-0.52 ms, a tenth
+        # of the registration the bench times; a Java broker's CRC32 is intrinsic, as fast.
+        "bodyCrc32": str(crc32(body) & 0x7FFFFFFF if crc is None else crc),
         **(extra or {}),
     }
     return {k: ext[k] for k in hashmap_order(ext)}

@@ -13,7 +13,7 @@ from ..protocol.command import RemotingCommand
 from ..protocol.errors import ProtocolError
 from ..protocol.frame import NEED_DATA, FrameDecoder, decode_payload, decode_reply, encode
 from ..registry.routes import StagedTopics
-from .dispatch import STAGE_SLICE_TOPICS, BuiltBody, RegisterParts
+from .dispatch import STAGE_SLICE_TOPICS, BuiltBody, RegisterParts, RegisterWalk
 from .route_answers import Cut, cut_opaque
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ class Connection(asyncio.BufferedProtocol):
             unsent = self.transport.get_write_buffer_size()
             batch_end = unsent + WRITE_BATCH  # the join below copies a batch: keep it small
             error: ProtocolError | None = None
-            deferred: tuple[RemotingCommand, Callable[[], RegisterParts | BuiltBody | Exception]] | None = None
+            deferred: tuple[RemotingCommand, Callable[[], RegisterParts | BuiltBody | Exception] | RegisterWalk] | None = None
             drained = False
             fast = not log.isEnabledFor(logging.DEBUG)  # debug logs every request: the plain way
             processor = self.server.processor
@@ -222,22 +222,42 @@ class Connection(asyncio.BufferedProtocol):
             if drained or error is not None or deferred is not None:
                 return
 
-    def _defer(self, cmd: RemotingCommand, job: Callable[[], RegisterParts | BuiltBody | Exception]) -> None:
+    def _defer(self, cmd: RemotingCommand, job: Callable[[], RegisterParts | BuiltBody | Exception] | RegisterWalk) -> None:
         """Parse ``cmd``'s body on a worker thread, then answer it (and go on with this
         connection's frames) back on the loop. Only the parse leaves the loop: the
         registration is applied there (a big one in slices on a copy, published in one
-        swap), so no reader sees half of it."""
+        swap), so no reader sees half of it. A ``RegisterWalk`` is walked on the loop a
+        slice a turn instead (``_walk``)."""
         self.deferred = True
         if self.transport is not None:
             self.transport.pause_reading()
-        future = asyncio.get_running_loop().run_in_executor(None, job)
-        future.add_done_callback(lambda done: self._decoded(cmd, done))
+        if isinstance(job, RegisterWalk):
+            self._walk(cmd, job)
+        else:
+            self._off_loop(cmd, job)
 
-    def _decoded(self, cmd: RemotingCommand, done: asyncio.Future[RegisterParts | BuiltBody | Exception]) -> None:
+    def _off_loop(self, cmd: RemotingCommand, job: Callable[[], RegisterParts | BuiltBody | Exception]) -> None:
+        future = asyncio.get_running_loop().run_in_executor(None, job)
+        future.add_done_callback(lambda done: self._decoded(cmd, done.result()))
+
+    def _walk(self, cmd: RemotingCommand, walk: RegisterWalk) -> None:
+        """A slice of ``walk``, then, at the loop's next turn, the next slice or the
+        registration's apply; or, past the walk's bound, the worker's job."""
         if self.closing:
             self.deferred = False
             return  # the connection went meanwhile; as if the request had not arrived
-        decoded = done.result()
+        done = walk.step()
+        if done is None:
+            asyncio.get_running_loop().call_soon(self._walk, cmd, walk)
+        elif isinstance(done, RegisterParts):
+            asyncio.get_running_loop().call_soon(self._decoded, cmd, done)
+        else:
+            self._off_loop(cmd, done)
+
+    def _decoded(self, cmd: RemotingCommand, decoded: RegisterParts | BuiltBody | Exception) -> None:
+        if self.closing:
+            self.deferred = False
+            return  # the connection went meanwhile; as if the request had not arrived
         staged = self.server.processor.stage_register(cmd, decoded)  # type: ignore[arg-type]
         if staged is None:
             self._finish(cmd, decoded)
