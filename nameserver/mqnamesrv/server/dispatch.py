@@ -238,22 +238,18 @@ class RegisterWalk:
 
 def decode_register_safely(cmd: RemotingCommand, known: tuple[bytes, DataVersion] | None, base: Any = None,
                            master: bool = False, *, max_inflated: int, max_topics: int,
-                           twins: Mapping[TableKey, TwinTable] | None = None,
-                           bound: WalkBound | None = None) -> RegisterParts | BodyDecodeError:
+                           twins: Mapping[TableKey, TwinTable] | None = None) -> RegisterParts | BodyDecodeError:
     """``decode_register`` for a worker thread, plus (for a master) the diff of its topics
     against ``base`` (``RouteTable.applied_hashes`` when the job was made): a refused
     body comes back as a value, to be raised where the request is answered. ``twins``:
-    ``RouteTable.twins``, for a first registration with a table read before. With a
-    ``bound`` (on the event loop), only a walk within it is done: raises BeyondBound
-    for anything else, to be done without one."""
+    ``RouteTable.twins``, for a first registration with a table read before. (On the
+    event loop, ``walk_register`` does a bounded walk a slice at a time instead.)"""
     if _splits(cmd, master):
         # 4.x: parse only the changed topics; a first registration (no base) parses them
         # all, but records piece hashes, which its next re-registration is diffed against.
-        changes = table_changes(cmd.body, cmd.version, _NO_PIECES if base is None else base, twins, bound)
+        changes = table_changes(cmd.body, cmd.version, _NO_PIECES if base is None else base, twins)
         if changes is not None and len(changes.hashes) <= max_topics:
             return _changed_parts(changes, known, base)
-    if bound is not None:
-        raise BeyondBound("a full parse")
     try:
         parts = decode_register(cmd, known, max_inflated=max_inflated, max_topics=max_topics)
     except BodyDecodeError as exc:
@@ -382,7 +378,7 @@ class Processor:
         base = self.routes.applied_hashes(name, addr) if master else None  # type: ignore[arg-type]
         limits = self._body_limits()
         twins = self.routes.twins if master and base is None else None
-        job = lambda: decode_register_safely(cmd, known, base, master, **limits, twins=twins, bound=None)  # noqa: E731
+        job = lambda: decode_register_safely(cmd, known, base, master, **limits, twins=twins)  # noqa: E731
         if base is None or not _splits(cmd, master):
             return job
         return RegisterWalk(walk_register(cmd, known, base, max_topics=limits["max_topics"], bound=QUICK_WALK), job)
