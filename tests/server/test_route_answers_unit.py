@@ -179,3 +179,39 @@ def decode_reply_of(buf: bytearray) -> RemotingCommand:
 
     length = int.from_bytes(buf[:4], "big")
     return decode_payload(bytes(buf[4:4 + length]))
+
+
+def test_kept_answers_stay_out_of_the_cyclic_collectors_walks() -> None:
+    """A kept answer holds its topic's broker names, not the queue map (a dict): with only
+    strings, bytes and ints in it, the collector stops tracking it, and a full collection
+    no longer walks 4 x 10^4 of them (~20 ms, a stall of every request)."""
+    import gc
+
+    from mqadmin.bench.load import master_request, topics_body
+    from mqnamesrv.registry.config import NamesrvConfig
+    from mqnamesrv.registry.kv import KVStore
+    from mqnamesrv.registry.routes import RouteTable
+    from mqnamesrv.server.dispatch import Processor
+
+    processor = Processor(RouteTable(), KVStore(), NamesrvConfig())
+    names = [f"t{i:02d}" for i in range(20)]
+    for broker in ("b0", "b1"):
+        registered = processor.handle(master_request("C", broker, f"127.0.0.1:{10911 if broker == 'b0' else 10921}",
+                                                     topics_body(names)), "broker")
+        assert registered is not None and registered.code == 0
+    frames = b"".join(encode(request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": t}, opaque=i)) for i, t in enumerate(names))
+    buf = bytearray(frames)
+    first = len(encode(request(R.GET_ROUTEINFO_BY_TOPIC, {"topic": names[0]}, opaque=0)))
+    cut = cut_opaque(bytes(buf[4:first]))
+    assert cut is not None and processor.route_frame(decode_reply_of(buf), cut) is not None  # teaches the form
+    del buf[:first]
+    _, _, used, _ = processor.kept_run(buf, 1 << 20, 1 << 24, 1 << 24)  # the rest: built from the form
+    assert used == len(buf) and processor.route_answers.formed == len(names) - 1
+    entries = list(processor.route_answers._answers.values())
+    assert len(entries) == len(names) and all(entry[6] == ("b0", "b1") for entry in entries)
+    gc.collect()  # untracks the names tuples; the next one, the entries holding them
+    gc.collect()
+    assert not any(gc.is_tracked(entry) for entry in entries)
+    # and a broker's leaving still finds them by its name
+    processor.route_answers.drop([], ["b1"])
+    assert len(processor.route_answers) == 0

@@ -294,7 +294,7 @@ class Processor:
         # ``route_answers``: whole answer frames by request bytes, one per topic and client
         # dialect, so a repeat skips decoding and encoding too. Neither key can stand for the
         # other. Both drop only what a write touched (``_sync_answers``), all on a config change.
-        self._route_cache: dict[tuple[object, ...], tuple[QueueMap, bytes]] = {}
+        self._route_cache: dict[tuple[object, ...], tuple[QueueMap, bytes, tuple[str, ...]]] = {}
         self.route_cache_hits = 0
         #: whole answers to route queries, reused with the next request's opaque
         self.route_answers = RouteAnswers(ROUTE_CACHE_LIMIT)
@@ -548,10 +548,10 @@ class Processor:
         answers.formed += 1
         return answer_frame(head, cut[1], tail, body)
 
-    def _form_body(self, topic: str, form: Hashable) -> tuple[bytes, QueueMap | None] | None:
-        """``topic``'s route body for a request of ``form`` and the queue map it was computed
-        from; None: none (TOPIC_NOT_EXIST, answered the plain way) or a bug (answered,
-        and logged, the plain way). The caches are in sync (``_sync_if_written``)."""
+    def _form_body(self, topic: str, form: Hashable) -> tuple[bytes, tuple[str, ...]] | None:
+        """``topic``'s route body for a request of ``form`` and the broker names of the queue
+        map it was computed from; None: none (TOPIC_NOT_EXIST, answered the plain way) or a
+        bug (answered, and logged, the plain way). The caches are in sync (``_sync_if_written``)."""
         routes = self.routes
         queues = routes.topic_queue_table.get(topic)  # queues_of, without its call
         if queues is not None and not (self._order_enabled or self._acting_enabled or routes.topic_mapping_table):
@@ -562,9 +562,9 @@ class Processor:
             hit = self._route_cache.get((id(queues), standard, None, zone, False, None))
             if hit is not None and hit[0] is queues:
                 self.route_cache_hits += 1
-                return hit[1], queues
+                return hit[1], hit[2]
         try:
-            return self._body_of(topic, queues, form), queues  # type: ignore[arg-type]
+            return self._body_of(topic, queues, form), tuple(queues)  # type: ignore[arg-type]
         except Exception:
             return None
 
@@ -780,7 +780,9 @@ class Processor:
             route = filter_by_zone(route, zone)
         body = route.encode(standard=standard)
         assert queues is not None  # a route was found for it
-        self._route_cache[key] = (queues, body)  # the map is kept so its id cannot be reused meanwhile
+        # the map is kept so its id cannot be reused meanwhile; its broker names go into kept
+        # answers (RouteAnswers.keep), which then hold no map and so stay out of the GC's walks
+        self._route_cache[key] = (queues, body, tuple(queues))
         return body
 
     def route_frame(self, cmd: RemotingCommand, cut: Cut) -> bytes | None:
