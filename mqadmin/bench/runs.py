@@ -201,7 +201,7 @@ async def _fleet_figures(addr: str, pid: int | None, *, conns: int, inflight: in
         for i in range(repeat):
             conn = await NamesrvConnection.connect(addr, 60)
             held.append(conn)
-            first.append(await _timed_registrations(conn, addr, cluster, f"fleet-new-{i}", f"127.0.0.1:{24000 + 2 * i}",
+            first.append(await _timed_registrations(conn, addr, cluster, *_joining(i),
                                                     [topics_body(topics)]))
         # The first broker of a new cluster: topics no broker registered yet (the joining
         # brokers above find their topics there already).
@@ -247,7 +247,7 @@ async def _fleet_figures(addr: str, pid: int | None, *, conns: int, inflight: in
             until.set()
             await churn
         say(f"{addr}: the loop's longest stall while admin requests walk every topic")
-        admin, admin_stall = await _admin_walks(addr, fleet)
+        admin, admin_stall = await _admin_walks(addr, fleet, (cluster, *_joining(0)))
     finally:
         for conn in held:
             await conn.close()
@@ -268,13 +268,19 @@ async def _fleet_figures(addr: str, pid: int | None, *, conns: int, inflight: in
     }
 
 
-async def _admin_walks(addr: str, fleet: list[tuple[str, str, str, list[str]]]) -> tuple[dict[str, Any], float]:
+def _joining(i: int) -> tuple[str, str]:
+    """The name and address of the i-th broker joining a fleet cluster (``_fleet_figures``)."""
+    return f"fleet-new-{i}", f"127.0.0.1:{24000 + 2 * i}"
+
+
+async def _admin_walks(addr: str, fleet: list[tuple[str, str, str, list[str]]],
+                       leaving: tuple[str, str, str]) -> tuple[dict[str, Any], float]:
     """The requests that walk every topic, one after another with the stall probe running:
     each one's time client side in ms (or the code it was refused with), and the longest
     a lone route query waited meanwhile, in seconds (issue #19: no request waits behind
     another for more than ~10 ms). The broker whose write perm is wiped and restored is
-    one the churn does not use; the one unregistered is the first of the joining brokers,
-    which nothing after this stage uses."""
+    one the churn does not use; the one unregistered, ``leaving`` (cluster, name,
+    address), is one nothing after this stage uses."""
     cluster, wiped = fleet[2][0], fleet[2][1]
     asks = [
         ("topic_list", request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, {})),
@@ -282,7 +288,7 @@ async def _admin_walks(addr: str, fleet: list[tuple[str, str, str, list[str]]]) 
         ("wipe_write_perm", request(RequestCode.WIPE_WRITE_PERM_OF_BROKER, {"brokerName": wiped})),
         ("add_write_perm", request(RequestCode.ADD_WRITE_PERM_OF_BROKER, {"brokerName": wiped})),
         ("unregister_broker", request(RequestCode.UNREGISTER_BROKER, {
-            "clusterName": fleet[0][0], "brokerName": "fleet-new-0", "brokerAddr": "127.0.0.1:24000", "brokerId": "0"})),
+            "clusterName": leaving[0], "brokerName": leaving[1], "brokerAddr": leaving[2], "brokerId": "0"})),
     ]
     times: dict[str, Any] = {}
 
@@ -295,24 +301,31 @@ async def _admin_walks(addr: str, fleet: list[tuple[str, str, str, list[str]]]) 
                 times[name] = round((time.perf_counter() - start) * 1000, 2) if resp.code == 0 else f"code {resp.code}"
         await asyncio.sleep(0.1)
 
-    stall = await _probe_stall_for(addr, asyncio.Event(), seconds=0, during=walk)
-    return times, stall
+    return times, await _probe_stall_while(addr, walk)
 
 
-async def _probe_stall_for(addr: str, until: asyncio.Event, seconds: float,
-                           during: Callable[[], Awaitable[None]] | None = None) -> float:
-    """The longest a lone, cheap request waited for its answer over ``seconds`` (or while
-    ``during()`` runs), then sets ``until``. On an otherwise idle connection, from a process
-    of its own (so the load generator's own pauses do not count), that is how long the
-    server's loop was held."""
+async def _probe_stall_for(addr: str, until: asyncio.Event, seconds: float) -> float:
+    """The longest a lone, cheap request waited for its answer over ``seconds``, then sets
+    ``until`` (``_probe_stall_while``)."""
+    async def wait() -> None:
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            until.set()
+    return await _probe_stall_while(addr, wait)
+
+
+async def _probe_stall_while(addr: str, during: Callable[[], Awaitable[None]]) -> float:
+    """The longest a lone, cheap request waited for its answer while ``during()`` ran. On
+    an otherwise idle connection, from a process of its own (so the load generator's own
+    pauses do not count), that is how long the server's loop was held."""
     probe = subprocess.Popen([sys.executable, "-m", "mqadmin.bench.probe", addr, "c0_topic_00000"],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert probe.stdin is not None and probe.stdout is not None
     try:
         await asyncio.to_thread(probe.stdout.readline)  # "ready"
-        await (asyncio.sleep(seconds) if during is None else during())
+        await during()
     finally:
-        until.set()
         probe.stdin.close()
     out = await asyncio.to_thread(probe.stdout.read)
     probe.wait(10)

@@ -6,14 +6,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..protocol.codes import RequestCode, ResponseCode, code_name
 from ..protocol.command import RemotingCommand
 from ..protocol.errors import ProtocolError
 from ..protocol.frame import NEED_DATA, FrameDecoder, decode_payload, decode_reply, encode
 from ..registry.routes import StagedTopics
-from .dispatch import STAGE_SLICE_TOPICS, BuiltBody, RegisterParts, RegisterWalk
+from .dispatch import STAGE_SLICE_TOPICS, OffLoop, OffLoopJob, RegisterParts, RegisterWalk
 from .route_answers import Cut, cut_opaque
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ class Connection(asyncio.BufferedProtocol):
             unsent = self.transport.get_write_buffer_size()
             batch_end = unsent + WRITE_BATCH  # the join below copies a batch: keep it small
             error: ProtocolError | None = None
-            deferred: tuple[RemotingCommand, Callable[[], RegisterParts | BuiltBody | Exception] | RegisterWalk] | None = None
+            deferred: tuple[RemotingCommand, OffLoopJob | RegisterWalk] | None = None
             drained = False
             fast = not log.isEnabledFor(logging.DEBUG)  # debug logs every request: the plain way
             processor = self.server.processor
@@ -222,7 +222,7 @@ class Connection(asyncio.BufferedProtocol):
             if drained or error is not None or deferred is not None:
                 return
 
-    def _defer(self, cmd: RemotingCommand, job: Callable[[], RegisterParts | BuiltBody | Exception] | RegisterWalk) -> None:
+    def _defer(self, cmd: RemotingCommand, job: OffLoopJob | RegisterWalk) -> None:
         """Parse ``cmd``'s body on a worker thread, then answer it (and go on with this
         connection's frames) back on the loop. Only the parse leaves the loop: the
         registration is applied there (a big one in slices on a copy, published in one
@@ -236,7 +236,7 @@ class Connection(asyncio.BufferedProtocol):
         else:
             self._off_loop(cmd, job)
 
-    def _off_loop(self, cmd: RemotingCommand, job: Callable[[], RegisterParts | BuiltBody | Exception]) -> None:
+    def _off_loop(self, cmd: RemotingCommand, job: OffLoopJob) -> None:
         future = asyncio.get_running_loop().run_in_executor(None, job)
         future.add_done_callback(lambda done: self._decoded(cmd, done.result()))
 
@@ -254,17 +254,17 @@ class Connection(asyncio.BufferedProtocol):
         else:
             self._off_loop(cmd, done)
 
-    def _decoded(self, cmd: RemotingCommand, decoded: RegisterParts | BuiltBody | Exception) -> None:
+    def _decoded(self, cmd: RemotingCommand, decoded: OffLoop) -> None:
         if self.closing:
             self.deferred = False
             return  # the connection went meanwhile; as if the request had not arrived
-        staged = self.server.processor.stage_register(cmd, decoded)  # type: ignore[arg-type]
+        staged = self.server.processor.stage_register(cmd, decoded)
         if staged is None:
             self._finish(cmd, decoded)
         else:
             self._staging = asyncio.ensure_future(self._apply_in_slices(cmd, decoded, staged))
 
-    async def _apply_in_slices(self, cmd: RemotingCommand, decoded: RegisterParts | BuiltBody | Exception,
+    async def _apply_in_slices(self, cmd: RemotingCommand, decoded: OffLoop,
                                staged: StagedTopics) -> None:
         """Build a big registration's new topic table a slice at a time, letting every
         other connection be served between slices, then publish it in one piece. However
@@ -283,7 +283,7 @@ class Connection(asyncio.BufferedProtocol):
                 return
             self._finish(cmd, decoded, staged)
 
-    def _finish(self, cmd: RemotingCommand, decoded: RegisterParts | BuiltBody | Exception,
+    def _finish(self, cmd: RemotingCommand, decoded: OffLoop,
                 staged: StagedTopics | None = None) -> None:
         """Answer the deferred request, then go on with this connection's frames."""
         self.deferred = False
@@ -306,7 +306,7 @@ class Connection(asyncio.BufferedProtocol):
             log.info("registration of %s from %s: %d topics staged in %d slices went stale; handled in one piece "
                      "instead", name, self.peer, count, staged.slices)
 
-    def _answer(self, cmd: RemotingCommand, decoded: RegisterParts | BuiltBody | Exception | None = None,
+    def _answer(self, cmd: RemotingCommand, decoded: OffLoop | None = None,
                 staged: StagedTopics | None = None, cut: Cut | None = None) -> bytes | None:
         """The encoded answer to ``cmd`` (None: none to send); ``cut``, its frame cut at
         the opaque (``cut_opaque``), lets a route answer be kept for the same request again."""
@@ -321,11 +321,11 @@ class Connection(asyncio.BufferedProtocol):
                     metrics.observe(cmd.code, ResponseCode.SUCCESS)
                 return frame
         if metrics is None and not debug:
-            response = self.server.processor.handle(cmd, self, self.peer_host, decoded=decoded,  # type: ignore[arg-type]
+            response = self.server.processor.handle(cmd, self, self.peer_host, decoded=decoded,
                                                     staged=staged)
         else:
             started = time.perf_counter()
-            response = self.server.processor.handle(cmd, self, self.peer_host, decoded=decoded,  # type: ignore[arg-type]
+            response = self.server.processor.handle(cmd, self, self.peer_host, decoded=decoded,
                                                     staged=staged)
             elapsed = time.perf_counter() - started
             if metrics is not None:

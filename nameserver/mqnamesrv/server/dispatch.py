@@ -12,7 +12,7 @@ import ipaddress
 import logging
 from array import array
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Hashable, Mapping, Sequence, Union, cast
+from typing import Any, Callable, Hashable, Mapping, Sequence, Union
 
 from zlib_ng.zlib_ng import crc32
 
@@ -158,6 +158,13 @@ class RegisterParts:
 def body_key(cmd: RemotingCommand) -> tuple[bytes, DataVersion] | None:
     """``register_body_key`` of an uncompressed REGISTER_BROKER body (None otherwise)."""
     return None if _flag(cmd, "compressed") or not cmd.body else register_body_key(cmd.body, cmd.version)
+
+
+#: What a request's job off the loop gives ``Processor.handle`` (``decoded=``): a
+#: registration's parts, its body refused, or a read's answer body.
+OffLoop = Union[RegisterParts, BodyDecodeError, BuiltBody]
+#: The job itself (``Processor.decode_off_loop``), for a worker thread.
+OffLoopJob = Callable[[], OffLoop]
 
 
 def decode_register(cmd: RemotingCommand, known: tuple[bytes, DataVersion] | None, *, max_inflated: int,
@@ -349,7 +356,7 @@ class Processor:
     # ----------------------------------------------------------------- entry ----
 
     def decode_off_loop(self, cmd: RemotingCommand, client_host: str | None = None
-                        ) -> Callable[[], RegisterParts | BodyDecodeError | BuiltBody] | RegisterWalk | None:
+                        ) -> OffLoopJob | RegisterWalk | None:
         """For a request whose body is big enough to be worth parsing on a worker thread
         first, the job to run there (its result goes to ``handle(..., decoded=)``); else
         None. None too when the body is the one its master last sent: that needs no
@@ -383,8 +390,7 @@ class Processor:
             return job
         return RegisterWalk(walk_register(cmd, known, base, max_topics=limits["max_topics"], bound=QUICK_WALK), job)
 
-    def stage_register(self, cmd: RemotingCommand, decoded: RegisterParts | BodyDecodeError | BuiltBody | None
-                       ) -> StagedTopics | None:
+    def stage_register(self, cmd: RemotingCommand, decoded: OffLoop | None) -> StagedTopics | None:
         """For a master registration parsed off the loop with more than a slice of topics
         to apply, its topics applied to a copy of the table, ``STAGE_SLICE_TOPICS`` per
         ``step``; the server steps it between other requests, then answers it with
@@ -410,7 +416,7 @@ class Processor:
         return {"max_inflated": self.config["frameMaxLength"], "max_topics": self.config["maxTopicsPerRegistration"]}
 
     def handle(self, cmd: RemotingCommand, conn: Hashable = None, client_host: str | None = None, *,
-               decoded: RegisterParts | BodyDecodeError | BuiltBody | None = None,
+               decoded: OffLoop | None = None,
                staged: StagedTopics | None = None) -> RemotingCommand | None:
         """The response to send, or None when nothing must be sent (one-way requests,
         stray responses). One-way requests are still processed. ``client_host`` is the
@@ -552,21 +558,11 @@ class Processor:
         """``topic``'s route body for a request of ``form`` and the broker names of the queue
         map it was computed from; None: none (TOPIC_NOT_EXIST, answered the plain way) or a
         bug (answered, and logged, the plain way). The caches are in sync (``_sync_if_written``)."""
-        routes = self.routes
-        queues = routes.topic_queue_table.get(topic)  # queues_of, without its call
-        if queues is not None and not (self._order_enabled or self._acting_enabled or routes.topic_mapping_table):
-            # _body_of's cache lookup for the usual server (no order conf, no acting
-            # masters, no static topics: the key's last three are None, False, None),
-            # spelled out: a topic's first query runs this, ~0.2 us less than the call.
-            standard, zone = cast(RouteForm, form)
-            hit = self._route_cache.get((id(queues), standard, None, zone, False, None))
-            if hit is not None and hit[0] is queues:
-                self.route_cache_hits += 1
-                return hit[1], hit[2]
         try:
-            return self._body_of(topic, queues, form), tuple(queues)  # type: ignore[arg-type]
+            _, body, names = self._route_entry(topic, self.routes.queues_of(topic), form)  # type: ignore[arg-type]
         except Exception:
             return None
+        return body, names
 
     def remember_answer(self, cut: Cut, cmd: RemotingCommand, response: RemotingCommand, frame: bytes) -> None:
         """Offer ``frame``, the answer to ``cmd`` (whose frame was ``cut``), for reuse."""
@@ -756,16 +752,25 @@ class Processor:
     def _body_of(self, topic: str, queues: QueueMap | None, form: RouteForm) -> bytes:
         """``topic``'s route body for a request of ``form``, its queue map being ``queues``
         (RequestError: TOPIC_NOT_EXIST); the caches are in sync (``_sync_answers``)."""
+        return self._route_entry(topic, queues, form)[1]
+
+    def _route_entry(self, topic: str, queues: QueueMap | None,
+                     form: RouteForm) -> tuple[QueueMap, bytes, tuple[str, ...]]:
+        """``_body_of``'s cache entry: the queue map, the body and the map's broker names."""
         standard, zone = form
-        order_conf = self.kv.get(ORDER_TOPIC_CONFIG, topic) if self._order_enabled else None
-        acting = self._acting_enabled and not topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX)
-        if len(self._route_cache) > ROUTE_CACHE_LIMIT:
-            self._route_cache.clear()
-        key = (id(queues), standard, order_conf, zone, acting, topic if self.routes.has_mappings(topic) else None)
+        if self._order_enabled or self._acting_enabled or self.routes.topic_mapping_table:
+            order_conf = self.kv.get(ORDER_TOPIC_CONFIG, topic) if self._order_enabled else None
+            acting = self._acting_enabled and not topic.startswith(SYNC_BROKER_MEMBER_GROUP_PREFIX)
+            mapped = topic if self.routes.has_mappings(topic) else None
+        else:  # the usual server: none of the three applies (a topic's first query asks this)
+            order_conf, acting, mapped = None, False, None
+        key = (id(queues), standard, order_conf, zone, acting, mapped)
         hit = self._route_cache.get(key)
         if hit is not None and hit[0] is queues:
             self.route_cache_hits += 1
-            return hit[1]
+            return hit
+        if len(self._route_cache) > ROUTE_CACHE_LIMIT:
+            self._route_cache.clear()
         route = self.routes.pickup_route(topic)
         if route is None:
             raise RequestError(
@@ -782,8 +787,8 @@ class Processor:
         assert queues is not None  # a route was found for it
         # the map is kept so its id cannot be reused meanwhile; its broker names go into kept
         # answers (RouteAnswers.keep), which then hold no map and so stay out of the GC's walks
-        self._route_cache[key] = (queues, body, tuple(queues))
-        return body
+        entry = self._route_cache[key] = (queues, body, tuple(queues))
+        return entry
 
     def route_frame(self, cmd: RemotingCommand, cut: Cut) -> bytes | None:
         """The encoded answer to ``cmd``, a route query no kept answer matched (its frame
