@@ -22,7 +22,7 @@ the sizes, time per route row (goal: linear growth, ratio near 1). A tiny warm-u
 runs first so that JVM start-up and code generation are not billed to the first size;
 its time is printed, since a one-off ``mqadmin analyze`` (a new JVM each time) pays it.
 
-    python benchmarks/pipeline_bench.py [--sizes 1000000,4000000] [--format v1|v2] [--master local[*]] [--conf K=V ...]
+    python -m mqadmin.bench.pipeline [--sizes 1000000,4000000] [--format v1|v2] [--master local[*]] [--conf K=V ...]
 
 ``--fleet-hours 6,24,96`` measures capture format v2 instead (issue #22): the JMH fleet of
 ``synth-history --fleet jmh`` over each length, its disk in v2 (and what v1 would take,
@@ -42,12 +42,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from mqadmin.pipeline.job import JobOptions, TABLES, job_conf, run, temporary_conf  # noqa: E402
-from mqadmin.pipeline import launch, session  # noqa: E402
-from mqadmin.pipeline.synth import SynthPlan, synthesize  # noqa: E402
-from mqadmin.pipeline.delta import DeltaDecoder  # noqa: E402
+from mqadmin.pipeline.job import JobOptions, TABLES, job_conf, run, temporary_conf
+from mqadmin.pipeline import launch, session
+from mqadmin.pipeline.synth import SynthPlan, synthesize
+from mqadmin.pipeline.delta import DeltaDecoder
 
 
 def fleet_run(args: argparse.Namespace, work: Path) -> int:

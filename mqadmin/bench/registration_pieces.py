@@ -13,7 +13,7 @@ with the wall-clock medians beside them. Both must find the same topics, or the 
 The old code is read from git (``--old``, by default the commit before this rework) and
 imported beside the new one; only its own module is old, what it imports is this tree's.
 
-    python benchmarks/registration_pieces_bench.py [--repeat 30] [--old REV]
+    python -m mqadmin.bench.registration_pieces [--repeat 30] [--old REV]
 """
 
 from __future__ import annotations

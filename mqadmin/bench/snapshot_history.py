@@ -15,7 +15,7 @@ route from every server, no view, no file): the ratio steady round / pump says h
 much a round costs beyond fetching the answers. Goals: a steady round of 5 x 40,000
 well inside a minute (<= 15 s here), a keyframe round < 60 s.
 
-    python benchmarks/snapshot_bench.py [--servers 5] [--rounds 6] [--format v2|v1] [--no-churn] [--old-path]
+    python -m mqadmin.bench.snapshot_history [--servers 5] [--rounds 6] [--format v2|v1] [--no-churn] [--old-path]
 
 ``--old-path`` also times, after each round, what the round's files cost the way
 ``snapshot`` made them before (``encode_capture`` of every view, then
@@ -34,25 +34,22 @@ import os
 import platform
 import resource
 import statistics
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from mqadmin.bench.load import master_request, register_fleet  # noqa: E402
-from mqadmin.bench.runs import _fleet  # noqa: E402
-from mqadmin.pipeline.capture import SnapshotPlan, capture_round  # noqa: E402
-from mqadmin.pipeline.delta import DeltaEncoder  # noqa: E402
-from mqadmin.pipeline.schema import capture_of, encode_capture  # noqa: E402
-from mqadmin.pipeline.snapshot_encoder import SnapshotEncoder  # noqa: E402
-from mqadmin.transport.route_pump import RouteBodies, RoutePump  # noqa: E402
-from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig  # noqa: E402
-from mqnamesrv.protocol.register import register_body  # noqa: E402
-from tests.nsprocess import NameServerProcess  # noqa: E402
+from mqadmin.bench.load import master_request, register_fleet
+from mqadmin.bench.runs import _fleet
+from mqadmin.pipeline.capture import SnapshotPlan, capture_round
+from mqadmin.pipeline.delta import DeltaEncoder
+from mqadmin.pipeline.schema import capture_of, encode_capture
+from mqadmin.pipeline.snapshot_encoder import SnapshotEncoder
+from mqadmin.transport.route_pump import RouteBodies, RoutePump
+from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from mqnamesrv.protocol.register import register_body
+from tests.nsprocess import NameServerProcess
 
 #: No broker of the fleet expires, and no idle broker connection is closed (which would
 #: unregister it), while the rounds run: there are no heartbeats here.

@@ -20,7 +20,7 @@ client share the cores with whatever else runs, and the wall times move with it.
 CPU columns are the client's (user+sys of this process, or of the child for ``cli``)
 and the name servers' together. Usage:
 
-    python benchmarks/diff_namesrv.py [--topics 1000,10000,50000] [--servers 5] [--brokers 4]
+    python -m mqadmin.bench.diff_namesrv [--topics 1000,10000,50000] [--servers 5] [--brokers 4]
 """
 
 from __future__ import annotations
@@ -39,16 +39,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from mqadmin.transport.collect import collect_views  # noqa: E402
-from mqadmin.diff import diff_views  # noqa: E402
-from mqadmin.render.diff import render_report  # noqa: E402
-from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig  # noqa: E402
-from mqnamesrv.protocol.codes import ORDER_TOPIC_CONFIG, RequestCode, ResponseCode  # noqa: E402
-from mqnamesrv.protocol.command import request  # noqa: E402
-from mqnamesrv.protocol.compressed import encode_compressed  # noqa: E402
-from tests.nsprocess import NameServerProcess, RawClient  # noqa: E402
+from mqadmin.transport.collect import collect_views
+from mqadmin.diff import diff_views
+from mqadmin.render.diff import render_report
+from mqnamesrv.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from mqnamesrv.protocol.codes import ORDER_TOPIC_CONFIG, RequestCode, ResponseCode
+from mqnamesrv.protocol.command import request
+from mqnamesrv.protocol.compressed import encode_compressed
+from tests.nsprocess import NameServerProcess, RawClient
 
 QUEUES = 8
 #: topics that differ on purpose: so many with other queue counts, so many missing a broker

@@ -15,7 +15,7 @@ and the event loop's own work, which ``bench fleet`` includes, are not in these 
 ``--buffered`` hands the reads over as uvloop does (``get_buffer`` and ``buffer_updated``,
 the server's way) rather than as whole bytes (``data_received``).
 
-    python benchmarks/route_path_bench.py [--topics 10000] [--repeat 3] [--per-read 8] [--buffered]
+    python -m mqadmin.bench.route_path [--topics 10000] [--repeat 3] [--per-read 8] [--buffered]
 """
 
 from __future__ import annotations
