@@ -40,7 +40,7 @@ EXTRA_CONFIG_ITEMS = {"bindAddress", "scanNotActiveBrokerInterval", "brokerChann
                       "returnOrderTopicConfigToBroker", "frameMaxLength", "headerMaxLength",
                       "frameReadTimeoutSeconds", "maxConnections", "metricsPort",
                       "routeSnapshotPath", "routeSnapshotInterval", "adminAllowList", "supportActingMaster",
-                      "brokerAllowList", "maxTopicsPerRegistration", "writeBufferLimit"}
+                      "brokerAllowList", "maxTopicsPerRegistration", "writeBufferLimit", "fastPaths"}
 
 
 def canonical(value: Any) -> Any:

@@ -64,6 +64,8 @@ def _items() -> tuple[ConfigItem, ...]:
         ConfigItem("routeSnapshotPath", str, "", "warm-restart route snapshot file (empty = off)"),
         ConfigItem("routeSnapshotInterval", int, 10_000, "ms between route snapshot writes, when routes changed"),
         ConfigItem("metricsPort", int, -1, "serve Prometheus /metrics on this port (-1 = off, 0 = pick one)"),
+        ConfigItem("fastPaths", bool, True,
+                   "kept route answers and incremental registrations; false runs the plain path alone (debugging)"),
         # NettyServerConfig
         ConfigItem("listenPort", int, 9876),
         ConfigItem("bindAddress", str, "0.0.0.0"),
